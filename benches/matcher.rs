@@ -1,0 +1,183 @@
+//! Compile time and per-query time of crawlgate's matcher, side by side with `texting_robots` and
+//! `robotstxt` (the crates.io port of Google's parser), on a small, a ~150 KiB and a ~500 KiB
+//! robots.txt, measured in the same run.
+//!
+//! The files come from the shared corpus of real sites (`../shared/corpus/real`, or the folder in
+//! `CRAWLGATE_CORPUS`); where it is absent, files of the same sizes are generated, so that the
+//! benchmark always runs. Run: `cargo bench --bench matcher`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use std::hint::black_box;
+use std::path::PathBuf;
+
+/// A robots.txt under test, the agent whose group is the large one, and paths to ask about.
+struct Case {
+    name: &'static str,
+    text: Vec<u8>,
+    agent: &'static str,
+    paths: Vec<String>,
+}
+
+fn corpus_dir() -> PathBuf {
+    std::env::var_os("CRAWLGATE_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/real"))
+}
+
+/// Reads a corpus file, cut at the last line end before `max` bytes.
+fn corpus_file(name: &str, max: usize) -> Option<Vec<u8>> {
+    let mut bytes = std::fs::read(corpus_dir().join(name)).ok()?;
+    if bytes.len() > max {
+        let end = bytes[..max].iter().rposition(|&b| b == b'\n')?;
+        bytes.truncate(end + 1);
+    }
+    Some(bytes)
+}
+
+/// A deterministic stand-in of about `size` bytes: many literal prefixes, some wildcards.
+fn generated(size: usize) -> Vec<u8> {
+    let mut text = String::from("User-agent: *\n");
+    let mut i = 0u64;
+    while text.len() < size {
+        let h = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+        match i % 10 {
+            0 => text.push_str(&format!("Disallow: /*.x{h:x}$\n")),
+            1 => text.push_str(&format!("Allow: /section-{}/public-{h:x}/\n", i % 97)),
+            _ => text.push_str(&format!("Disallow: /section-{}/item-{h:x}/\n", i % 97)),
+        }
+        i += 1;
+    }
+    text.into_bytes()
+}
+
+/// Paths that exercise the file: concrete instances of some of its rules, and paths no rule has.
+fn paths_for(text: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(text);
+    let patterns: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.split_once(':'))
+        .filter(|(key, _)| {
+            key.trim().eq_ignore_ascii_case("disallow") || key.trim().eq_ignore_ascii_case("allow")
+        })
+        .map(|(_, value)| value.split('#').next().unwrap_or("").trim())
+        .filter(|value| value.starts_with('/'))
+        .collect();
+    let step = (patterns.len() / 50).max(1);
+    let mut paths: Vec<String> = patterns
+        .iter()
+        .step_by(step)
+        .take(50)
+        .map(|p| {
+            format!(
+                "{}page.html?id=7",
+                p.trim_end_matches('$').replace('*', "abc")
+            )
+        })
+        .collect();
+    for i in 0..50 {
+        paths.push(format!("/blog/{}/post-{i}/index.html?ref=home", 2000 + i));
+    }
+    paths
+}
+
+fn cases() -> Vec<Case> {
+    let small = corpus_file("Smerity__texting_robots__twitter__robots.txt", usize::MAX)
+        .unwrap_or_else(|| generated(3_000));
+    let medium = corpus_file(
+        "vladimir-buzuev-org__robots-top-1m__etsy.com__robots.txt",
+        usize::MAX,
+    )
+    .unwrap_or_else(|| generated(150 * 1024));
+    let large = corpus_file(
+        "vladimir-buzuev-org__robots-top-1m__gobankingrates.com__robots.txt",
+        500 * 1024,
+    )
+    .unwrap_or_else(|| generated(500 * 1024));
+    [("small", small), ("150KiB", medium), ("500KiB", large)]
+        .into_iter()
+        .map(|(name, text)| Case {
+            name,
+            paths: paths_for(&text),
+            text,
+            agent: "ExampleBot",
+        })
+        .collect()
+}
+
+fn compile(c: &mut Criterion) {
+    let mut group = c.benchmark_group("compile");
+    group.sample_size(10);
+    for case in cases() {
+        group.throughput(Throughput::Bytes(case.text.len() as u64));
+        group.bench_with_input(
+            BenchmarkId::new("crawlgate", case.name),
+            &case,
+            |b, case| b.iter(|| crawlgate::Robots::parse(black_box(&case.text))),
+        );
+        group.bench_with_input(
+            BenchmarkId::new("texting_robots", case.name),
+            &case,
+            |b, case| {
+                b.iter(|| texting_robots::Robot::new(case.agent, black_box(&case.text)).unwrap())
+            },
+        );
+    }
+    group.finish();
+}
+
+fn query(c: &mut Criterion) {
+    let mut group = c.benchmark_group("query");
+    group.sample_size(20);
+    for case in cases() {
+        group.throughput(Throughput::Elements(case.paths.len() as u64));
+        let ours = crawlgate::Robots::parse(&case.text);
+        group.bench_with_input(
+            BenchmarkId::new("crawlgate", case.name),
+            &case,
+            |b, case| {
+                b.iter(|| {
+                    case.paths
+                        .iter()
+                        .filter(|path| ours.is_allowed(case.agent, black_box(path)))
+                        .count()
+                })
+            },
+        );
+        let theirs = texting_robots::Robot::new(case.agent, &case.text).unwrap();
+        group.bench_with_input(
+            BenchmarkId::new("texting_robots", case.name),
+            &case,
+            |b, case| {
+                b.iter(|| {
+                    case.paths
+                        .iter()
+                        .filter(|path| theirs.allowed(black_box(path)))
+                        .count()
+                })
+            },
+        );
+        // robotstxt re-parses the whole file on every query: it has no compiled form.
+        let body = String::from_utf8_lossy(&case.text).into_owned();
+        group.bench_with_input(
+            BenchmarkId::new("robotstxt", case.name),
+            &case,
+            |b, case| {
+                b.iter(|| {
+                    case.paths
+                        .iter()
+                        .filter(|path| {
+                            let url = format!("https://example.com{path}");
+                            let mut matcher = robotstxt::DefaultMatcher::default();
+                            matcher.one_agent_allowed_by_robots(&body, case.agent, black_box(&url))
+                        })
+                        .count()
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, compile, query);
+criterion_main!(benches);

@@ -1,0 +1,334 @@
+//! `crawlgate check`: may this crawler fetch these URLs, and which line of robots.txt says so?
+
+use super::{read_input, CliError, ExitStatus};
+use crate::robots::{Options, Reason, Robots, Rule, Verdict, DEFAULT_MAX_BYTES};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+
+/// Arguments of `crawlgate check`.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// The robots.txt file (`-` for standard input). Required unless `--jsonl` inputs carry it.
+    #[arg(long, value_name = "FILE")]
+    pub robots: Option<PathBuf>,
+    /// The crawler's product token, such as GPTBot (a full User-Agent is cut to its first token).
+    #[arg(long, value_name = "TOKEN")]
+    pub agent: Option<String>,
+    /// Print one JSON object per URL instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Read JSON lines on standard input ({"robots", "agent", "url", "id"}) and answer each with
+    /// one JSON line, in order.
+    #[arg(long, conflicts_with = "json")]
+    pub jsonl: bool,
+    /// The parse limit in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BYTES)]
+    pub max_bytes: usize,
+    /// URLs or paths to check.
+    #[arg(value_name = "URL")]
+    pub urls: Vec<String>,
+}
+
+/// One answer, as `--json` and `--jsonl` print it.
+#[derive(Debug, Serialize)]
+struct Answer<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a serde_json::Value>,
+    url: &'a str,
+    agent: &'a str,
+    allowed: bool,
+    rule: Option<&'a Rule>,
+    group: crate::robots::GroupKind,
+    reason: Reason,
+}
+
+impl<'a> Answer<'a> {
+    fn new(
+        id: Option<&'a serde_json::Value>,
+        url: &'a str,
+        agent: &'a str,
+        v: Verdict<'a>,
+    ) -> Self {
+        Answer {
+            id,
+            url,
+            agent,
+            allowed: v.allowed,
+            rule: v.rule,
+            group: v.group,
+            reason: v.reason,
+        }
+    }
+}
+
+/// One input line of `--jsonl`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Query {
+    robots: Option<String>,
+    agent: Option<String>,
+    url: String,
+    id: Option<serde_json::Value>,
+}
+
+/// Runs `check`: answers on `out`, `--jsonl` queries from `input`.
+pub fn run_check(
+    args: &CheckArgs,
+    input: impl BufRead,
+    mut out: impl Write,
+) -> Result<ExitStatus, CliError> {
+    let options = Options {
+        max_bytes: args.max_bytes,
+        ..Options::default()
+    };
+    let file_robots = match &args.robots {
+        Some(path) => Some(Robots::parse_with(&read_input(path)?, options)),
+        None => None,
+    };
+    if args.jsonl {
+        return check_jsonl(args, file_robots.as_ref(), options, input, out);
+    }
+    let robots = file_robots
+        .ok_or_else(|| CliError::Usage("--robots FILE is required (or use --jsonl)".into()))?;
+    let agent = args
+        .agent
+        .as_deref()
+        .ok_or_else(|| CliError::Usage("--agent TOKEN is required".into()))?;
+    if args.urls.is_empty() {
+        return Err(CliError::Usage("give at least one URL to check".into()));
+    }
+    let mut status = ExitStatus::Success;
+    for url in &args.urls {
+        let verdict = robots.check(agent, url);
+        if !verdict.allowed {
+            status = ExitStatus::Failure;
+        }
+        if args.json {
+            let answer = Answer::new(None, url, agent, verdict);
+            writeln!(out, "{}", to_json(&answer))?;
+        } else {
+            writeln!(out, "{}", describe(url, agent, &verdict))?;
+        }
+    }
+    Ok(status)
+}
+
+fn to_json(value: &impl Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
+
+/// One line of text for a verdict: the verdict, the URL, and what decided it.
+pub(crate) fn describe(url: &str, agent: &str, verdict: &Verdict<'_>) -> String {
+    let word = if verdict.allowed {
+        "allowed"
+    } else {
+        "disallowed"
+    };
+    let why = match (verdict.reason, verdict.rule) {
+        (Reason::Rule, Some(rule)) => format!(
+            "line {} ({}: {})",
+            rule.line,
+            rule.kind.directive(),
+            rule.pattern
+        ),
+        (Reason::RobotsTxt, _) => "/robots.txt is always allowed".to_owned(),
+        (Reason::NoGroup, _) => format!("no group applies to {agent}"),
+        _ => "no rule matches".to_owned(),
+    };
+    format!("{word:<10} {url}  {why}")
+}
+
+/// `--jsonl`: one answer line per query line, in order. A bad line gets an error object in its
+/// place (and exit status 2 at the end) so that the output stays aligned with the input.
+fn check_jsonl(
+    args: &CheckArgs,
+    file_robots: Option<&Robots>,
+    options: Options,
+    input: impl BufRead,
+    mut out: impl Write,
+) -> Result<ExitStatus, CliError> {
+    // Consecutive queries usually share one file: compile it once.
+    let mut last: Option<(String, Robots)> = None;
+    let mut status = ExitStatus::Success;
+    let mut first_error = None;
+    for (index, line) in input.lines().enumerate() {
+        let line = line.map_err(|source| CliError::Read {
+            path: "-".into(),
+            source,
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let query: Query = match serde_json::from_str(&line) {
+            Ok(query) => query,
+            Err(e) => {
+                let message = e.to_string();
+                writeln!(out, "{}", to_json(&serde_json::json!({ "error": message })))?;
+                first_error.get_or_insert(CliError::Input {
+                    line: index + 1,
+                    message,
+                });
+                continue;
+            }
+        };
+        let Some(agent) = query.agent.as_deref().or(args.agent.as_deref()) else {
+            let message = "no \"agent\" and no --agent".to_owned();
+            let error = serde_json::json!({ "id": query.id, "error": message });
+            writeln!(out, "{}", to_json(&error))?;
+            first_error.get_or_insert(CliError::Input {
+                line: index + 1,
+                message,
+            });
+            continue;
+        };
+        let robots = match (&query.robots, file_robots) {
+            (Some(text), _) => {
+                if last.as_ref().is_none_or(|(known, _)| known != text) {
+                    last = Some((text.clone(), Robots::parse_with(text.as_bytes(), options)));
+                }
+                last.as_ref().map(|(_, robots)| robots)
+            }
+            (None, Some(robots)) => Some(robots),
+            (None, None) => None,
+        };
+        let Some(robots) = robots else {
+            let message = "no \"robots\" and no --robots".to_owned();
+            let error = serde_json::json!({ "id": query.id, "error": message });
+            writeln!(out, "{}", to_json(&error))?;
+            first_error.get_or_insert(CliError::Input {
+                line: index + 1,
+                message,
+            });
+            continue;
+        };
+        let verdict = robots.check(agent, &query.url);
+        if !verdict.allowed {
+            status = ExitStatus::Failure;
+        }
+        let answer = Answer::new(query.id.as_ref(), &query.url, agent, verdict);
+        writeln!(out, "{}", to_json(&answer))?;
+    }
+    match first_error {
+        Some(error) => Err(error),
+        None => Ok(status),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(extra: &[&str]) -> CheckArgs {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            args: CheckArgs,
+        }
+        let argv = std::iter::once("check").chain(extra.iter().copied());
+        Wrapper::parse_from(argv).args
+    }
+
+    fn robots_file(text: &str) -> tempfile::NamedTempFile {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+        file
+    }
+
+    fn run(args: &CheckArgs, stdin: &str) -> (Result<ExitStatus, CliError>, String) {
+        let mut out = Vec::new();
+        let result = run_check(args, stdin.as_bytes(), &mut out);
+        (result, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn text_output_names_the_rule_and_sets_the_status() {
+        let file = robots_file("User-agent: GPTBot\nDisallow: /private/\n");
+        let path = file.path().to_str().unwrap();
+        let a = args(&[
+            "--robots",
+            path,
+            "--agent",
+            "GPTBot",
+            "/public",
+            "/private/x",
+        ]);
+        let (result, out) = run(&a, "");
+        assert_eq!(result.unwrap(), ExitStatus::Failure);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "allowed    /public  no rule matches");
+        assert_eq!(
+            lines[1],
+            "disallowed /private/x  line 2 (Disallow: /private/)"
+        );
+        let a = args(&["--robots", path, "--agent", "CCBot", "/private/x"]);
+        let (result, out) = run(&a, "");
+        assert_eq!(result.unwrap(), ExitStatus::Success);
+        assert!(out.contains("no group applies to CCBot"));
+    }
+
+    #[test]
+    fn json_output_is_one_object_per_url() {
+        let file = robots_file("User-agent: *\nDisallow: /x\n");
+        let path = file.path().to_str().unwrap();
+        let a = args(&["--robots", path, "--agent", "a", "--json", "/x/1", "/y"]);
+        let (_, out) = run(&a, "");
+        let answers: Vec<serde_json::Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(answers[0]["allowed"], false);
+        assert_eq!(answers[0]["rule"]["pattern"], "/x");
+        assert_eq!(answers[0]["rule"]["kind"], "disallow");
+        assert_eq!(answers[0]["rule"]["line"], 2);
+        assert_eq!(answers[1]["rule"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn jsonl_answers_each_line_in_order_with_ids() {
+        let mut stdin = Vec::new();
+        for (i, url) in ["/a", "/b/c", "/robots.txt"].iter().enumerate() {
+            let query = serde_json::json!({"robots": "user-agent: *\ndisallow: /b\n", "agent": "x", "url": url, "id": i});
+            writeln!(stdin, "{query}").unwrap();
+        }
+        let (result, out) = run(&args(&["--jsonl"]), std::str::from_utf8(&stdin).unwrap());
+        assert_eq!(result.unwrap(), ExitStatus::Failure);
+        let answers: Vec<serde_json::Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let allowed: Vec<bool> = answers
+            .iter()
+            .map(|a| a["allowed"].as_bool().unwrap())
+            .collect();
+        assert_eq!(allowed, vec![true, false, true]);
+        assert_eq!(answers[1]["id"], 1);
+        assert_eq!(answers[1]["rule"]["line"], 2);
+    }
+
+    #[test]
+    fn jsonl_uses_the_robots_file_and_reports_bad_lines_in_place() {
+        let file = robots_file("User-agent: *\nDisallow: /x\n");
+        let path = file.path().to_str().unwrap();
+        let stdin = "{\"agent\": \"a\", \"url\": \"/x\"}\nnot json\n{\"url\": \"/y\"}\n{\"agent\": \"a\", \"url\": \"/y\"}\n";
+        let (result, out) = run(&args(&["--jsonl", "--robots", path]), stdin);
+        let lines: Vec<serde_json::Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[0]["allowed"], false);
+        assert!(lines[1]["error"].is_string());
+        assert!(lines[2]["error"].as_str().unwrap().contains("agent"));
+        assert_eq!(lines[3]["allowed"], true);
+        assert!(matches!(result, Err(CliError::Input { line: 2, .. })));
+    }
+
+    #[test]
+    fn missing_arguments_and_files_are_usage_errors() {
+        assert!(matches!(run(&args(&["/x"]), "").0, Err(CliError::Usage(_))));
+        let missing = args(&["--robots", "/nonexistent/robots.txt", "--agent", "a", "/x"]);
+        assert!(matches!(run(&missing, "").0, Err(CliError::Read { .. })));
+    }
+}

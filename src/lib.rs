@@ -1,0 +1,27 @@
+//! crawlgate: robots.txt, enforced.
+//!
+//! A library that reads robots.txt as RFC 9309 (and Google, where the RFC is silent) says, and a
+//! reverse proxy on pingora that makes crawlers obey it.
+//!
+//! ```
+//! let robots = crawlgate::Robots::parse(b"User-agent: GPTBot\nDisallow: /private/\n");
+//! assert!(!robots.is_allowed("GPTBot", "/private/report?page=2"));
+//! let verdict = robots.check("GPTBot", "https://example.com/private/x");
+//! let rule = verdict.rule.expect("a rule decided");
+//! assert_eq!((rule.pattern.as_str(), rule.line), ("/private/", 2));
+//! ```
+//!
+//! # Modules
+//! The data flows one way:
+//! - [`robots`]: bytes of robots.txt → parsed file (groups, rules, line-numbered problems) →
+//!   compiled matcher → [`Verdict`]. Builds without the proxy (`--no-default-features`).
+//! - [`cli`] (feature `cli`): the `check` and `lint` commands over the library.
+
+pub mod robots;
+
+#[cfg(feature = "cli")]
+pub mod cli;
+
+pub use robots::{
+    GroupKind, Options, Problem, ProblemKind, Reason, Robots, Rule, RuleKind, Verdict,
+};

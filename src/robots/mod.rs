@@ -1,0 +1,410 @@
+//! robots.txt: the [`Robots`] type, which parses a file once and answers queries from automata.
+//!
+//! The data flows one way: bytes → [`parse`] (lines, groups, problems) → [`pattern`] (normalised,
+//! ranked rules) → [`matcher`] (one automaton per distinct group selection) → [`Verdict`].
+
+mod matcher;
+pub mod parse;
+pub mod path;
+mod pattern;
+mod problem;
+
+pub use matcher::DEFAULT_LAZY_DFA_CACHE;
+pub use parse::{Group, ParsedFile, Rule, RuleKind, Sitemap, DEFAULT_MAX_BYTES};
+pub use problem::{Problem, ProblemKind};
+
+use matcher::GroupMatcher;
+use parse::leading_token;
+use pattern::Prepared;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// How a file is parsed and compiled. `Options::default()` is what [`Robots::parse`] uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// The parse limit: bytes past it are ignored at a line boundary (RFC 9309 requires at
+    /// least 500 KiB; the default is 512 KiB).
+    pub max_bytes: usize,
+    /// The most memory each compiled group's lazy DFA may use per querying thread.
+    pub lazy_dfa_cache_bytes: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_bytes: DEFAULT_MAX_BYTES,
+            lazy_dfa_cache_bytes: DEFAULT_LAZY_DFA_CACHE,
+        }
+    }
+}
+
+/// The rules one crawler follows: the groups selected for it, compiled.
+#[derive(Debug)]
+struct Selection {
+    /// Indices into [`ParsedFile::groups`] of the merged groups.
+    groups: Vec<usize>,
+    /// Lines of those groups' first user-agent lines, for verdicts.
+    group_lines: Vec<u32>,
+    matcher: GroupMatcher,
+    /// The largest crawl-delay among the merged groups.
+    crawl_delay: Option<f64>,
+}
+
+/// A parsed and compiled robots.txt. Parsing never fails; what could not be used is listed in
+/// [`Robots::problems`]. Queries never re-parse the file or scan its rules one by one.
+///
+/// `Robots` is `Send + Sync`: share one behind an `Arc` between threads.
+#[derive(Debug)]
+pub struct Robots {
+    file: ParsedFile,
+    options: Options,
+    /// Lower-cased product token → index into `selections`.
+    by_agent: HashMap<Box<str>, usize>,
+    /// Index into `selections` of the merged `*` groups.
+    star: Option<usize>,
+    selections: Vec<Selection>,
+    /// Problems found while compiling (after the parser's).
+    problems: Vec<Problem>,
+}
+
+/// Which groups a verdict was decided by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupKind {
+    /// Groups that name the crawler's product token.
+    Agent,
+    /// The `*` groups: no group names the crawler.
+    Star,
+    /// No group names the crawler and there is no `*` group: everything is allowed.
+    None,
+}
+
+/// Why a verdict is what it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// A rule matched; it is in [`Verdict::rule`].
+    Rule,
+    /// The crawler's groups have no rule that matches the path.
+    NoMatchingRule,
+    /// No group applies to the crawler.
+    NoGroup,
+    /// `/robots.txt` itself is always allowed (RFC 9309 §2.2.2).
+    RobotsTxt,
+}
+
+/// The answer to "may this crawler fetch this path?", with what decided it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict<'a> {
+    /// Whether the crawler may fetch the path.
+    pub allowed: bool,
+    /// The deciding rule (kind, pattern as written, line), if a rule decided.
+    pub rule: Option<&'a Rule>,
+    /// Which groups applied.
+    pub group: GroupKind,
+    /// The lines of the groups that applied (their first user-agent line).
+    pub group_lines: &'a [u32],
+    /// Why the verdict is what it is.
+    pub reason: Reason,
+}
+
+impl Robots {
+    /// Parses and compiles robots.txt bytes with the default parse limit (512 KiB).
+    ///
+    /// ```
+    /// let robots = crawlgate::Robots::parse(b"User-agent: GPTBot\nDisallow: /private/\n");
+    /// assert!(!robots.is_allowed("GPTBot", "/private/x"));
+    /// assert!(robots.is_allowed("Googlebot", "/private/x"));
+    /// ```
+    pub fn parse(bytes: &[u8]) -> Robots {
+        Self::parse_with(bytes, Options::default())
+    }
+
+    /// Parses and compiles robots.txt bytes with the given parse limit and cache size.
+    pub fn parse_with(bytes: &[u8], options: Options) -> Robots {
+        let file = parse::parse(bytes, options.max_bytes);
+        let mut groups_of: HashMap<Box<str>, Vec<usize>> = HashMap::new();
+        let mut star_groups = Vec::new();
+        for (index, group) in file.groups.iter().enumerate() {
+            if group.star {
+                star_groups.push(index);
+            }
+            for agent in &group.agents {
+                let groups = groups_of
+                    .entry(agent.to_ascii_lowercase().into_boxed_str())
+                    .or_default();
+                if groups.last() != Some(&index) {
+                    groups.push(index);
+                }
+            }
+        }
+        let mut robots = Robots {
+            file,
+            options,
+            by_agent: HashMap::with_capacity(groups_of.len()),
+            star: None,
+            selections: Vec::new(),
+            problems: Vec::new(),
+        };
+        // Agents named by the same groups share one compiled matcher.
+        let mut selection_of: HashMap<Vec<usize>, usize> = HashMap::new();
+        for (agent, groups) in groups_of {
+            let index = robots.selection(groups, &mut selection_of);
+            robots.by_agent.insert(agent, index);
+        }
+        if !star_groups.is_empty() {
+            robots.star = Some(robots.selection(star_groups, &mut selection_of));
+        }
+        robots
+    }
+
+    /// The index of the compiled selection for `groups`, compiling it the first time.
+    fn selection(&mut self, groups: Vec<usize>, known: &mut HashMap<Vec<usize>, usize>) -> usize {
+        if let Some(&index) = known.get(&groups) {
+            return index;
+        }
+        let mut rules = Vec::new();
+        let mut crawl_delay: Option<f64> = None;
+        let mut group_lines = Vec::with_capacity(groups.len());
+        for group in groups.iter().filter_map(|&g| self.file.groups.get(g)) {
+            group_lines.push(group.line);
+            for &rule in &group.rules {
+                if let Some(written) = self.file.rules.get(rule) {
+                    rules.push(Prepared::new(rule, written));
+                }
+            }
+            if let Some(delay) = group.crawl_delay {
+                crawl_delay = Some(crawl_delay.map_or(delay, |d| d.max(delay)));
+            }
+        }
+        let matcher =
+            GroupMatcher::build(rules, self.options.lazy_dfa_cache_bytes, &mut self.problems);
+        let index = self.selections.len();
+        self.selections.push(Selection {
+            groups: groups.clone(),
+            group_lines,
+            matcher,
+            crawl_delay,
+        });
+        known.insert(groups, index);
+        index
+    }
+
+    /// The selection a crawler follows: the groups naming its product token, else `*`, else none.
+    fn select(&self, agent: &str) -> Option<(&Selection, GroupKind)> {
+        let token = leading_token(agent.trim_start());
+        let named = if token.len() <= 64 {
+            let mut buffer = [0u8; 64];
+            let lower = &mut buffer[..token.len()];
+            lower.copy_from_slice(token.as_bytes());
+            lower.make_ascii_lowercase();
+            std::str::from_utf8(lower)
+                .ok()
+                .and_then(|lower| self.by_agent.get(lower))
+                .copied()
+        } else {
+            self.by_agent
+                .get(token.to_ascii_lowercase().as_str())
+                .copied()
+        };
+        let (index, kind) = match (named, self.star) {
+            (Some(index), _) if !token.is_empty() => (index, GroupKind::Agent),
+            (_, Some(index)) => (index, GroupKind::Star),
+            _ => return None,
+        };
+        self.selections
+            .get(index)
+            .map(|selection| (selection, kind))
+    }
+
+    /// Decides whether the crawler with product token `agent` may fetch `url` (a path with its
+    /// query, or a full URL), and says which rule decided.
+    ///
+    /// `agent` is a product token such as `GPTBot`; anything after its leading run of
+    /// `[A-Za-z_-]` is ignored, so `GPTBot/1.2` is `GPTBot`.
+    pub fn check(&self, agent: &str, url: &str) -> Verdict<'_> {
+        let path = path::path_and_query(url);
+        let path = path::normalize(path.as_bytes());
+        if *path == *b"/robots.txt" {
+            return Verdict {
+                allowed: true,
+                rule: None,
+                group: GroupKind::None,
+                group_lines: &[],
+                reason: Reason::RobotsTxt,
+            };
+        }
+        let Some((selection, group)) = self.select(agent) else {
+            return Verdict {
+                allowed: true,
+                rule: None,
+                group: GroupKind::None,
+                group_lines: &[],
+                reason: Reason::NoGroup,
+            };
+        };
+        let rule = selection
+            .matcher
+            .decide(&path)
+            .and_then(|index| self.file.rules.get(index));
+        Verdict {
+            allowed: rule.is_none_or(|rule| rule.kind == RuleKind::Allow),
+            rule,
+            group,
+            group_lines: &selection.group_lines,
+            reason: if rule.is_some() {
+                Reason::Rule
+            } else {
+                Reason::NoMatchingRule
+            },
+        }
+    }
+
+    /// Whether the crawler with product token `agent` may fetch `url`.
+    pub fn is_allowed(&self, agent: &str, url: &str) -> bool {
+        self.check(agent, url).allowed
+    }
+
+    /// The crawl-delay that applies to `agent` (the largest among its groups), if any.
+    pub fn crawl_delay(&self, agent: &str) -> Option<Duration> {
+        let seconds = self.select(agent)?.0.crawl_delay?;
+        Some(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
+    }
+
+    /// The sitemap URLs the file lists, in file order.
+    pub fn sitemaps(&self) -> impl Iterator<Item = &str> {
+        self.file.sitemaps.iter().map(|s| s.url.as_str())
+    }
+
+    /// Every line that was not understood or was read leniently, by line number.
+    pub fn problems(&self) -> Vec<&Problem> {
+        let mut all: Vec<&Problem> = self.file.problems.iter().chain(&self.problems).collect();
+        all.sort_by_key(|problem| problem.line);
+        all
+    }
+
+    /// The product tokens the file names in its user-agent lines (lower-cased, each once).
+    pub fn agents(&self) -> impl Iterator<Item = &str> {
+        self.by_agent.keys().map(|agent| &**agent)
+    }
+
+    /// The parsed file: groups, rules, sitemaps, and the parser's problems.
+    pub fn file(&self) -> &ParsedFile {
+        &self.file
+    }
+
+    /// How many distinct compiled matchers the file needed (one per distinct group selection).
+    pub fn compiled_selections(&self) -> usize {
+        self.selections.len()
+    }
+
+    /// How many rules were compiled in all selections (duplicates within a selection counted once).
+    pub fn compiled_rules(&self) -> usize {
+        self.selections.iter().map(|s| s.matcher.len()).sum()
+    }
+
+    /// The indices of the groups that apply to `agent`, in file order.
+    pub fn groups_for(&self, agent: &str) -> &[usize] {
+        self.select(agent)
+            .map_or(&[], |(selection, _)| selection.groups.as_slice())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compile(text: &str) -> Robots {
+        Robots::parse(text.as_bytes())
+    }
+
+    #[test]
+    fn verdict_names_the_deciding_rule() {
+        let robots = compile("user-agent: *\ndisallow: /private/\nallow: /private/press/\n");
+        let verdict = robots.check("AnyBot", "/private/x");
+        assert!(!verdict.allowed);
+        let rule = verdict.rule.unwrap();
+        assert_eq!(
+            (rule.kind, rule.pattern.as_str(), rule.line),
+            (RuleKind::Disallow, "/private/", 2)
+        );
+        assert_eq!(verdict.group, GroupKind::Star);
+        assert_eq!(verdict.group_lines, &[1]);
+        let verdict = robots.check("AnyBot", "/private/press/x");
+        assert_eq!(verdict.rule.unwrap().line, 3);
+        assert!(verdict.allowed);
+        let verdict = robots.check("AnyBot", "/public");
+        assert_eq!(
+            (verdict.allowed, verdict.reason),
+            (true, Reason::NoMatchingRule)
+        );
+    }
+
+    #[test]
+    fn agent_is_reduced_to_its_product_token() {
+        let robots = compile("user-agent: gptbot\ndisallow: /\n");
+        assert!(!robots.is_allowed("GPTBot/1.2", "/x"));
+        assert!(!robots.is_allowed("  GPTBot", "/x"));
+        assert!(robots.is_allowed("GPTBotX/1.2", "/x"));
+        assert!(robots.is_allowed("", "/x"));
+    }
+
+    #[test]
+    fn robots_txt_is_always_allowed() {
+        let robots = compile("user-agent: *\ndisallow: /\n");
+        let verdict = robots.check("x", "https://example.com/robots.txt");
+        assert_eq!((verdict.allowed, verdict.reason), (true, Reason::RobotsTxt));
+        assert!(robots.is_allowed("x", "/%72obots.txt"));
+        assert!(!robots.is_allowed("x", "/robots.txt.bak"));
+    }
+
+    #[test]
+    fn crawl_delay_and_sitemaps() {
+        let robots = compile("user-agent: a\ncrawl-delay: 1.5\n\nuser-agent: a\ncrawl-delay: 3\n\nuser-agent: *\ncrawl-delay: 9\nsitemap: https://e.com/s.xml\n");
+        assert_eq!(robots.crawl_delay("A"), Some(Duration::from_secs(3)));
+        assert_eq!(robots.crawl_delay("b"), Some(Duration::from_secs(9)));
+        assert_eq!(
+            robots.sitemaps().collect::<Vec<_>>(),
+            vec!["https://e.com/s.xml"]
+        );
+        assert_eq!(compile("user-agent: a\n").crawl_delay("a"), None);
+        let huge = compile("user-agent: a\ncrawl-delay: 1e300\n");
+        assert_eq!(huge.crawl_delay("a"), Some(Duration::MAX));
+    }
+
+    #[test]
+    fn agents_in_the_same_groups_share_one_matcher() {
+        let mut text = String::from("user-agent: *\ndisallow: /x\n");
+        for i in 0..300 {
+            text.push_str(&format!("user-agent: bot{}\n", "a".repeat(i % 26 + 1)));
+        }
+        text.push_str("disallow: /\n");
+        let robots = compile(&text);
+        assert_eq!(robots.compiled_selections(), 2);
+        assert!(!robots.is_allowed("botaaa", "/y"));
+    }
+
+    #[test]
+    fn duplicate_rules_compile_once() {
+        let robots =
+            compile("user-agent: *\ndisallow: /a\ndisallow: /a\ndisallow: /%61\nallow: /a\n");
+        assert_eq!(robots.compiled_rules(), 2);
+        let verdict = robots.check("x", "/a");
+        assert!(verdict.allowed);
+        assert_eq!(verdict.rule.unwrap().line, 5);
+    }
+
+    #[test]
+    fn problems_come_in_line_order() {
+        let robots = compile("user-agent: *\nfoo: bar\ndisallow: x\n");
+        let lines: Vec<u32> = robots.problems().iter().map(|p| p.line).collect();
+        assert_eq!(lines, vec![2, 3]);
+    }
+
+    #[test]
+    fn robots_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Robots>();
+    }
+}
