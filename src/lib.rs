@@ -15,12 +15,23 @@
 //! The data flows one way:
 //! - [`robots`]: bytes of robots.txt → parsed file (groups, rules, line-numbered problems) →
 //!   compiled matcher → [`Verdict`]. Builds without the proxy (`--no-default-features`).
-//! - [`cli`] (feature `cli`): the `check` and `lint` commands over the library.
+//! - [`agent`]: User-Agent header → known crawler (by product token), unnamed crawler, or person.
+//! - [`policy`]: who asks × robots.txt's verdict × configured action → what happens. Pure.
+//! - [`catalog`] (feature `cli`): the crawler catalog (`conf/bots.yaml`).
+//! - [`cli`] (feature `cli`): the command line over the library.
+//! - [`proxy`] (feature `proxy`): the pingora reverse proxy, its configuration, hot reload and
+//!   metrics.
 
+pub mod agent;
+pub mod policy;
 pub mod robots;
 
 #[cfg(feature = "cli")]
+pub mod catalog;
+#[cfg(feature = "cli")]
 pub mod cli;
+#[cfg(feature = "proxy")]
+pub mod proxy;
 
 pub use robots::{
     GroupKind, Options, Problem, ProblemKind, Reason, Robots, Rule, RuleKind, Verdict,

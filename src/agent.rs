@@ -1,0 +1,270 @@
+//! Who is asking: a User-Agent header → a known crawler, an unnamed crawler, or a person.
+//!
+//! RFC 9309 identifies a crawler by its product token, and the tokens in a User-Agent header are
+//! its runs of `[A-Za-z_-]`. A known token matches only a whole run, case-insensitively:
+//! `Googlebot` is not found inside `Googlebot-Image`, nor `LCC` inside `SLCC1`. One Aho-Corasick
+//! automaton holds every known token (and the words that betray an unnamed crawler), so a header
+//! is scanned once whatever the size of the catalog.
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::fmt;
+
+/// What a crawler is for; a bounded set, so that it can label metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Category {
+    /// Collects pages to train models.
+    AiTraining,
+    /// Indexes pages for AI search and answers.
+    AiSearch,
+    /// Fetches pages on a user's request inside an AI assistant.
+    AiAssistant,
+    /// A search engine's indexer.
+    Search,
+    /// SEO and marketing crawlers.
+    Seo,
+    /// Web archives.
+    Archiver,
+    /// Link previews for social networks and messengers.
+    Social,
+    /// Uptime and performance monitors.
+    Monitoring,
+    /// Feed readers.
+    Feed,
+    /// Generic HTTP clients, tools and headless browsers.
+    HttpLibrary,
+    /// Security and internet-wide scanners.
+    Scanner,
+    /// Known, but none of the above.
+    Other,
+    /// Not in the catalog: named only by the site's robots.txt or configuration.
+    Unlisted,
+}
+
+impl Category {
+    /// The label value, as written in the catalog: `ai-training`, `search`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::AiTraining => "ai-training",
+            Category::AiSearch => "ai-search",
+            Category::AiAssistant => "ai-assistant",
+            Category::Search => "search",
+            Category::Seo => "seo",
+            Category::Archiver => "archiver",
+            Category::Social => "social",
+            Category::Monitoring => "monitoring",
+            Category::Feed => "feed",
+            Category::HttpLibrary => "http-library",
+            Category::Scanner => "scanner",
+            Category::Other => "other",
+            Category::Unlisted => "unlisted",
+        }
+    }
+}
+
+impl fmt::Display for Category {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A crawler the classifier knows by its product token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownAgent {
+    /// The product token as its operator writes it (`GPTBot`).
+    pub token: String,
+    /// Who runs it, when known.
+    pub operator: Option<String>,
+    /// What it is for.
+    pub category: Category,
+}
+
+impl KnownAgent {
+    /// A token named only by a robots.txt or a configuration: operator unknown, `unlisted`.
+    pub fn unlisted(token: &str) -> KnownAgent {
+        KnownAgent {
+            token: token.to_owned(),
+            operator: None,
+            category: Category::Unlisted,
+        }
+    }
+}
+
+/// The words that make a User-Agent with no known token an unnamed crawler.
+const CRAWLER_WORDS: [&str; 4] = ["bot", "crawler", "spider", "scraper"];
+
+/// What the classifier made of a User-Agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Identity<'a> {
+    /// A known crawler: the most specific (longest) known token in the header.
+    Crawler(&'a KnownAgent),
+    /// No known token, but the header says bot, crawler, spider or scraper: follows `*`.
+    Unnamed,
+    /// Anything else: a person's browser. Never blocked, never counted as a violation.
+    Person,
+}
+
+/// Classifies User-Agent headers against a fixed set of known tokens.
+#[derive(Debug, Clone)]
+pub struct Classifier {
+    agents: Vec<KnownAgent>,
+    /// Patterns `0..agents.len()` are the tokens; the rest are [`CRAWLER_WORDS`].
+    automaton: AhoCorasick,
+}
+
+/// Errors building a classifier.
+#[derive(Debug, thiserror::Error)]
+pub enum ClassifierError {
+    /// A token that is not a product token.
+    #[error("`{0}` is not a product token: use only letters, `-` and `_`")]
+    BadToken(String),
+    /// The automaton could not be built (too many or too long tokens).
+    #[error("cannot build the User-Agent automaton: {0}")]
+    Build(#[from] aho_corasick::BuildError),
+}
+
+fn is_token_byte(byte: u8) -> bool {
+    byte.is_ascii_alphabetic() || byte == b'-' || byte == b'_'
+}
+
+impl Classifier {
+    /// Builds a classifier. Tokens are deduplicated case-insensitively; the first entry wins,
+    /// so put the catalog before tokens found elsewhere.
+    pub fn new(
+        agents: impl IntoIterator<Item = KnownAgent>,
+    ) -> Result<Classifier, ClassifierError> {
+        let mut seen = HashSet::new();
+        let mut unique = Vec::new();
+        for agent in agents {
+            if agent.token.is_empty() || !agent.token.bytes().all(is_token_byte) {
+                return Err(ClassifierError::BadToken(agent.token));
+            }
+            if seen.insert(agent.token.to_ascii_lowercase()) {
+                unique.push(agent);
+            }
+        }
+        let patterns = unique
+            .iter()
+            .map(|agent| agent.token.as_str())
+            .chain(CRAWLER_WORDS);
+        let automaton = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(patterns)?;
+        Ok(Classifier {
+            agents: unique,
+            automaton,
+        })
+    }
+
+    /// The known agents, in the order given (without duplicates).
+    pub fn agents(&self) -> &[KnownAgent] {
+        &self.agents
+    }
+
+    /// Classifies one User-Agent header value (bytes: headers need not be UTF-8).
+    pub fn classify(&self, user_agent: &[u8]) -> Identity<'_> {
+        let mut best: Option<&KnownAgent> = None;
+        let mut crawler_word = false;
+        for found in self.automaton.find_overlapping_iter(user_agent) {
+            let Some(agent) = self.agents.get(found.pattern().as_usize()) else {
+                crawler_word = true;
+                continue;
+            };
+            let whole_token = (found.start() == 0 || !is_token_byte(user_agent[found.start() - 1]))
+                && user_agent
+                    .get(found.end())
+                    .is_none_or(|&b| !is_token_byte(b));
+            if whole_token && best.is_none_or(|b| agent.token.len() > b.token.len()) {
+                best = Some(agent);
+            }
+        }
+        match best {
+            Some(agent) => Identity::Crawler(agent),
+            None if crawler_word => Identity::Unnamed,
+            None => Identity::Person,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known(token: &str, category: Category) -> KnownAgent {
+        KnownAgent {
+            token: token.into(),
+            operator: None,
+            category,
+        }
+    }
+
+    fn classifier() -> Classifier {
+        Classifier::new([
+            known("Googlebot", Category::Search),
+            known("Googlebot-Image", Category::Search),
+            known("GPTBot", Category::AiTraining),
+            known("LCC", Category::Other),
+            known("ChatGPT-User", Category::AiAssistant),
+            known("gptbot", Category::Other),
+        ])
+        .unwrap()
+    }
+
+    fn token(identity: Identity<'_>) -> Option<&str> {
+        match identity {
+            Identity::Crawler(agent) => Some(agent.token.as_str()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn whole_tokens_only_case_insensitive() {
+        let c = classifier();
+        let ua = |s: &str| token(c.classify(s.as_bytes()));
+        assert_eq!(
+            ua("Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"),
+            Some("Googlebot")
+        );
+        assert_eq!(ua("Googlebot-Image/1.0"), Some("Googlebot-Image"));
+        assert_eq!(ua("Mozilla/5.0 (compatible; gptbot/1.2)"), Some("GPTBot"));
+        assert_eq!(ua("Mozilla/5.0 (Windows NT 6.1; SLCC1; .NET CLR)"), None);
+        assert_eq!(ua("Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; ChatGPT-User/1.0; +https://openai.com/bot"), Some("ChatGPT-User"));
+        assert_eq!(ua("XGooglebot/1.0"), None);
+        assert_eq!(ua("Googlebot_x"), None);
+    }
+
+    #[test]
+    fn the_longest_known_token_wins() {
+        let c = classifier();
+        let both = c.classify(b"Googlebot-Image/1.0 (compatible; Googlebot/2.1)");
+        assert_eq!(token(both), Some("Googlebot-Image"));
+    }
+
+    #[test]
+    fn unnamed_crawlers_and_people() {
+        let c = classifier();
+        assert_eq!(c.classify(b"FooBot/1.0"), Identity::Unnamed);
+        assert_eq!(c.classify(b"my-web-CRAWLER"), Identity::Unnamed);
+        assert_eq!(c.classify(b"SpiderMan scraper"), Identity::Unnamed);
+        assert_eq!(
+            c.classify(b"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"),
+            Identity::Person
+        );
+        assert_eq!(c.classify(b""), Identity::Person);
+        assert_eq!(c.classify(b"\xff\xfe bot"), Identity::Unnamed);
+    }
+
+    #[test]
+    fn duplicates_keep_the_first_and_bad_tokens_are_refused() {
+        let c = classifier();
+        assert_eq!(c.agents().len(), 5);
+        assert!(matches!(
+            Classifier::new([known("Bot/1.0", Category::Other)]),
+            Err(ClassifierError::BadToken(_))
+        ));
+        assert!(Classifier::new([]).is_ok());
+    }
+}

@@ -1,0 +1,147 @@
+//! What to do with a request, given who asks and what robots.txt says: pure decision code.
+
+use serde::{Deserialize, Serialize};
+
+/// What the operator wants done with crawler requests that robots.txt disallows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Answer with the configured status; the origin never sees the request.
+    Block,
+    /// Forward, telling the origin the verdict in `X-Crawlgate-*` headers.
+    Tag,
+    /// Forward untouched; only metrics and the access log record it.
+    Count,
+}
+
+impl Action {
+    /// The value as written in configuration: `block`, `tag`, `count`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Block => "block",
+            Action::Tag => "tag",
+            Action::Count => "count",
+        }
+    }
+}
+
+/// Who is asking, as far as the policy cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requester {
+    /// A known or unnamed crawler.
+    Crawler,
+    /// A person: never blocked, never a violation.
+    Person,
+}
+
+/// robots.txt's verdict on the request, as metrics label it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerdictLabel {
+    /// robots.txt lets the crawler fetch the path.
+    Allowed,
+    /// robots.txt asks the crawler not to fetch the path.
+    Disallowed,
+    /// robots.txt does not apply: `/robots.txt` itself, or a person.
+    Exempt,
+}
+
+impl VerdictLabel {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictLabel::Allowed => "allowed",
+            VerdictLabel::Disallowed => "disallowed",
+            VerdictLabel::Exempt => "exempt",
+        }
+    }
+}
+
+/// What happens to the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Passed to the origin untouched (people, allowed crawlers outside tag mode, exempt paths).
+    Forwarded,
+    /// Answered by crawlgate with the block status.
+    Blocked,
+    /// Passed to the origin with `X-Crawlgate-*` headers.
+    Tagged,
+    /// Passed to the origin untouched, and recorded as a violation.
+    Counted,
+}
+
+impl Outcome {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Forwarded => "forwarded",
+            Outcome::Blocked => "blocked",
+            Outcome::Tagged => "tagged",
+            Outcome::Counted => "counted",
+        }
+    }
+}
+
+/// Decides what happens to a request. `action` is the one configured for this crawler (its
+/// override, else the site's). In tag mode, allowed crawler requests are tagged too, so that the
+/// origin sees every crawler's verdict.
+pub fn decide(requester: Requester, verdict: VerdictLabel, action: Action) -> Outcome {
+    match (requester, verdict, action) {
+        (Requester::Person, _, _) | (_, VerdictLabel::Exempt, _) => Outcome::Forwarded,
+        (Requester::Crawler, VerdictLabel::Allowed, Action::Tag) => Outcome::Tagged,
+        (Requester::Crawler, VerdictLabel::Allowed, _) => Outcome::Forwarded,
+        (Requester::Crawler, VerdictLabel::Disallowed, Action::Block) => Outcome::Blocked,
+        (Requester::Crawler, VerdictLabel::Disallowed, Action::Tag) => Outcome::Tagged,
+        (Requester::Crawler, VerdictLabel::Disallowed, Action::Count) => Outcome::Counted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Action::*;
+    use VerdictLabel::*;
+
+    #[test]
+    fn people_and_exempt_paths_are_always_forwarded() {
+        for action in [Block, Tag, Count] {
+            for verdict in [Allowed, Disallowed, Exempt] {
+                assert_eq!(
+                    decide(Requester::Person, verdict, action),
+                    Outcome::Forwarded
+                );
+            }
+            assert_eq!(
+                decide(Requester::Crawler, Exempt, action),
+                Outcome::Forwarded
+            );
+        }
+    }
+
+    #[test]
+    fn crawlers_get_the_configured_action_when_disallowed() {
+        assert_eq!(
+            decide(Requester::Crawler, Disallowed, Block),
+            Outcome::Blocked
+        );
+        assert_eq!(decide(Requester::Crawler, Disallowed, Tag), Outcome::Tagged);
+        assert_eq!(
+            decide(Requester::Crawler, Disallowed, Count),
+            Outcome::Counted
+        );
+    }
+
+    #[test]
+    fn allowed_crawlers_are_tagged_only_in_tag_mode() {
+        assert_eq!(decide(Requester::Crawler, Allowed, Tag), Outcome::Tagged);
+        assert_eq!(
+            decide(Requester::Crawler, Allowed, Block),
+            Outcome::Forwarded
+        );
+        assert_eq!(
+            decide(Requester::Crawler, Allowed, Count),
+            Outcome::Forwarded
+        );
+    }
+}

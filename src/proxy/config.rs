@@ -1,0 +1,997 @@
+//! Configuration: the YAML a user writes ([`ConfigFile`]) apart from the validated settings the
+//! proxy runs on ([`Settings`]), built by a function that reports every error with its key and
+//! line, and what would be valid.
+
+use crate::policy::Action;
+use crate::robots::DEFAULT_MAX_BYTES;
+use serde::{Deserialize, Deserializer};
+use std::collections::{BTreeMap, HashMap};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A configuration that cannot be used: what is wrong, and where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{origin}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct ConfigError {
+    /// The file (or `flags`).
+    pub origin: String,
+    /// The 1-based line, when the error has one.
+    pub line: Option<usize>,
+    /// The key, what is wrong, and what would be valid.
+    pub message: String,
+}
+
+// ---------------------------------------------------------------------------------------------
+// The file as written.
+
+/// The YAML configuration file as written. Unknown keys are errors.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// Plain-HTTP listening addresses.
+    #[serde(default)]
+    pub listen: Vec<Addr>,
+    /// TLS listening addresses with their certificate and key.
+    #[serde(default)]
+    pub tls_listen: Vec<TlsListenFile>,
+    /// The metrics listener (`/metrics` and `/healthz`).
+    pub metrics: Option<MetricsFile>,
+    /// JSON-lines access log of crawler requests: a file, or `-` for standard output.
+    pub access_log: Option<String>,
+    /// A crawler catalog to use instead of the embedded one.
+    pub catalog: Option<PathBuf>,
+    /// The sites, chosen by Host header.
+    #[serde(default)]
+    pub sites: Vec<SiteFile>,
+    /// Settings passed to pingora's server.
+    #[serde(default)]
+    pub pingora: PingoraFile,
+}
+
+/// A `host:port` or `ip:port` listening address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Addr(pub SocketAddr);
+
+impl<'de> Deserialize<'de> for Addr {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map(Addr).map_err(|_| {
+            serde::de::Error::custom(format!(
+                "`{text}` is not a listening address: expected IP:PORT, such as 0.0.0.0:8080 or [::]:8080"
+            ))
+        })
+    }
+}
+
+/// A duration written the human way: `60s`, `5m`, `1h 30m`, `250ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HumanDuration(pub Duration);
+
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        humantime::parse_duration(&text)
+            .map(HumanDuration)
+            .map_err(|e| {
+                serde::de::Error::custom(format!(
+                    "`{text}` is not a duration ({e}): write it like 60s, 5m or 250ms"
+                ))
+            })
+    }
+}
+
+/// A TLS listener.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsListenFile {
+    /// The address.
+    pub addr: Addr,
+    /// PEM certificate chain.
+    pub cert: PathBuf,
+    /// PEM private key.
+    pub key: PathBuf,
+}
+
+/// The metrics listener.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsFile {
+    /// Where `/metrics` and `/healthz` are served.
+    pub listen: Addr,
+}
+
+/// A product token used as a key (`bots:`), checked to be one.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Token(pub String);
+
+impl<'de> Deserialize<'de> for Token {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        if !text.is_empty()
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_')
+        {
+            Ok(Token(text))
+        } else {
+            Err(serde::de::Error::custom(format!(
+                "`{text}` is not a product token: use letters, `-` and `_` only, such as GPTBot"
+            )))
+        }
+    }
+}
+
+/// One site.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SiteFile {
+    /// The site label in metrics: letters, digits, `.`, `_`, `-`.
+    pub name: String,
+    /// Host header values that select this site; absent means any host.
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// The origin, `host:port`.
+    pub upstream: String,
+    /// Whether the origin speaks TLS.
+    #[serde(default)]
+    pub tls: bool,
+    /// The SNI (and certificate name) for a TLS origin; default the upstream's host.
+    pub sni: Option<String>,
+    /// Where robots.txt comes from and how it is kept fresh.
+    pub robots: RobotsFile,
+    /// What to do with crawler requests that robots.txt disallows.
+    #[serde(default = "default_action")]
+    pub action: Action,
+    /// Per-crawler overrides of `action`.
+    #[serde(default)]
+    pub bots: BTreeMap<Token, Action>,
+    /// The block response.
+    #[serde(default)]
+    pub block: BlockFile,
+    /// The tag headers.
+    #[serde(default)]
+    pub tag: TagFile,
+}
+
+fn default_action() -> Action {
+    Action::Block
+}
+
+/// What to do when the origin's robots.txt is unreachable (5xx or network error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnUnreachable {
+    /// Keep enforcing the last good file; with none yet, disallow everything (RFC 9309 §2.3.1.4).
+    KeepLast,
+    /// Disallow everything, as RFC 9309 says a crawler must assume.
+    DisallowAll,
+    /// Allow everything.
+    AllowAll,
+}
+
+/// Where robots.txt comes from.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RobotsFile {
+    /// A file, watched for changes.
+    pub file: Option<PathBuf>,
+    /// `true`: fetched from the origin's `/robots.txt` every `refresh`.
+    pub origin: Option<bool>,
+    /// The text itself.
+    pub inline: Option<String>,
+    /// How often the origin's file is fetched again.
+    pub refresh: Option<HumanDuration>,
+    /// How long one fetch from the origin may take.
+    pub timeout: Option<HumanDuration>,
+    /// The parse limit in bytes (RFC 9309: at least 500 KiB).
+    pub max_bytes: Option<usize>,
+    /// What an unreachable origin means.
+    pub on_unreachable: Option<OnUnreachable>,
+}
+
+/// The block response.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlockFile {
+    /// The HTTP status: 4xx or 5xx, default 403.
+    #[serde(default = "default_block_status")]
+    pub status: u16,
+}
+
+impl Default for BlockFile {
+    fn default() -> Self {
+        BlockFile {
+            status: default_block_status(),
+        }
+    }
+}
+
+fn default_block_status() -> u16 {
+    403
+}
+
+/// The tag headers.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TagFile {
+    /// The prefix of the verdict headers, default `X-Crawlgate-`.
+    #[serde(default = "default_tag_prefix")]
+    pub prefix: String,
+}
+
+impl Default for TagFile {
+    fn default() -> Self {
+        TagFile {
+            prefix: default_tag_prefix(),
+        }
+    }
+}
+
+/// The prefix of crawlgate's own headers, which clients may never send upstream.
+pub const DEFAULT_TAG_PREFIX: &str = "X-Crawlgate-";
+
+fn default_tag_prefix() -> String {
+    DEFAULT_TAG_PREFIX.to_owned()
+}
+
+/// Settings passed to pingora's server.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PingoraFile {
+    /// Worker threads per service (default: the number of CPUs).
+    pub threads: Option<usize>,
+    /// Seconds to drain connections on SIGTERM before exiting (default 5).
+    pub grace_period_seconds: Option<u64>,
+    /// Whether idle worker threads steal tasks from busy ones (default true).
+    pub work_stealing: Option<bool>,
+    /// Idle upstream connections kept for reuse (default 128).
+    pub upstream_keepalive_pool_size: Option<usize>,
+    /// Accept tasks per listening socket (default 1).
+    pub listener_tasks_per_fd: Option<usize>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// The settings the proxy runs on.
+
+/// Where the access log goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccessLogTarget {
+    /// Standard output.
+    Stdout,
+    /// A file, appended to.
+    File(PathBuf),
+}
+
+/// A TLS listener.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsListen {
+    /// The address.
+    pub addr: SocketAddr,
+    /// PEM certificate chain.
+    pub cert: PathBuf,
+    /// PEM private key.
+    pub key: PathBuf,
+}
+
+/// Where a site's robots.txt comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RobotsSource {
+    /// A file on disk, watched.
+    File(PathBuf),
+    /// The origin's `/robots.txt`, fetched every `refresh`.
+    Origin,
+    /// Text from the configuration.
+    Inline(String),
+}
+
+/// How a site's robots.txt is loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RobotsSettings {
+    /// The source.
+    pub source: RobotsSource,
+    /// Origin re-fetch period.
+    pub refresh: Duration,
+    /// Origin fetch timeout.
+    pub timeout: Duration,
+    /// The parse limit.
+    pub max_bytes: usize,
+    /// What an unreachable origin means.
+    pub on_unreachable: OnUnreachable,
+}
+
+/// How to reach a site's origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpstreamAddr {
+    /// `host:port`, resolved when the settings are built.
+    Tcp(String),
+    /// A Unix socket (the embedded demo site).
+    Unix(PathBuf),
+}
+
+/// A site's origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream {
+    /// Where it listens.
+    pub addr: UpstreamAddr,
+    /// The resolved socket address of a TCP origin.
+    pub resolved: Option<SocketAddr>,
+    /// Whether it speaks TLS.
+    pub tls: bool,
+    /// SNI and certificate name for TLS; the Host for robots.txt fetches.
+    pub sni: String,
+}
+
+/// One site, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteSettings {
+    /// The metrics label.
+    pub name: String,
+    /// Host header values (lower-case, without port); empty means any host.
+    pub hosts: Vec<String>,
+    /// The origin.
+    pub upstream: Upstream,
+    /// The robots.txt source.
+    pub robots: RobotsSettings,
+    /// The action for disallowed crawler requests.
+    pub action: Action,
+    /// Per-crawler overrides, by lower-cased token.
+    pub bot_actions: HashMap<String, Action>,
+    /// The tokens of the overrides as written (they are known tokens even if nothing else names
+    /// them).
+    pub bot_tokens: Vec<String>,
+    /// The block status.
+    pub block_status: u16,
+    /// The tag header prefix.
+    pub tag_prefix: String,
+}
+
+impl SiteSettings {
+    /// The action for a crawler: its override, else the site's.
+    pub fn action_for(&self, token_lowercase: &str) -> Action {
+        self.bot_actions
+            .get(token_lowercase)
+            .copied()
+            .unwrap_or(self.action)
+    }
+}
+
+/// Pingora's server settings, with crawlgate's defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PingoraSettings {
+    /// Worker threads per service.
+    pub threads: usize,
+    /// SIGTERM drain period, seconds.
+    pub grace_period_seconds: u64,
+    /// Work stealing between worker threads.
+    pub work_stealing: bool,
+    /// Idle upstream connections kept.
+    pub upstream_keepalive_pool_size: usize,
+    /// Accept tasks per listening socket.
+    pub listener_tasks_per_fd: usize,
+}
+
+/// Everything the proxy runs on, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Plain-HTTP listeners.
+    pub listen: Vec<SocketAddr>,
+    /// TLS listeners.
+    pub tls_listen: Vec<TlsListen>,
+    /// The metrics listener.
+    pub metrics_listen: Option<SocketAddr>,
+    /// The access log.
+    pub access_log: Option<AccessLogTarget>,
+    /// A catalog file instead of the embedded one.
+    pub catalog: Option<PathBuf>,
+    /// The sites.
+    pub sites: Vec<SiteSettings>,
+    /// Pingora's settings.
+    pub pingora: PingoraSettings,
+}
+
+const DEFAULT_REFRESH: Duration = Duration::from_secs(60);
+const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Finds the line of the `nth` (0-based) line of `text` that contains `needle`, for errors found
+/// after parsing (serde_yaml keeps no positions in parsed values).
+fn line_of(text: &str, needle: &str, nth: usize) -> Option<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| line.contains(needle))
+        .nth(nth)
+        .map(|(index, _)| index + 1)
+}
+
+/// Finds the line of `needle` within the `site`-th item of the block-style `sites:` list (or the
+/// item's first line when the needle is not in it).
+fn site_line(text: &str, site: usize, needle: &str) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.iter().position(|l| l.starts_with("sites:"))?;
+    let mut items = Vec::new();
+    let mut item_indent = None;
+    let mut end = lines.len();
+    for (number, line) in lines.iter().enumerate().skip(start + 1) {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - trimmed.len();
+        if indent == 0 && !trimmed.starts_with('-') {
+            end = number;
+            break;
+        }
+        if trimmed.starts_with('-') && *item_indent.get_or_insert(indent) == indent {
+            items.push(number);
+        }
+    }
+    let from = *items.get(site)?;
+    let to = items.get(site + 1).copied().unwrap_or(end);
+    let offset = lines[from..to]
+        .iter()
+        .position(|l| l.contains(needle))
+        .unwrap_or(0);
+    Some(from + offset + 1)
+}
+
+/// Builds validated settings from a file's parsed content and text.
+struct Validator<'a> {
+    origin: &'a str,
+    text: &'a str,
+    base: &'a Path,
+}
+
+impl Validator<'_> {
+    fn error(&self, needle: Option<(&str, usize)>, message: String) -> ConfigError {
+        ConfigError {
+            origin: self.origin.to_owned(),
+            line: needle.and_then(|(needle, nth)| line_of(self.text, needle, nth)),
+            message,
+        }
+    }
+
+    /// An error about the `site`-th site, placed at the line of `needle` within it.
+    fn site_error(&self, site: usize, needle: &str, message: String) -> ConfigError {
+        ConfigError {
+            origin: self.origin.to_owned(),
+            line: site_line(self.text, site, needle),
+            message,
+        }
+    }
+
+    /// Relative paths in a configuration file are relative to the file's folder.
+    fn path(&self, path: &Path) -> PathBuf {
+        if path.is_absolute() {
+            path.to_owned()
+        } else {
+            self.base.join(path)
+        }
+    }
+
+    fn settings(&self, file: ConfigFile) -> Result<Settings, ConfigError> {
+        if file.sites.is_empty() {
+            return Err(self.error(
+                Some(("sites", 0)),
+                "sites: at least one site is needed (name, upstream, robots)".into(),
+            ));
+        }
+        if file.listen.is_empty() && file.tls_listen.is_empty() {
+            return Err(self.error(
+                None,
+                "listen: give at least one address in `listen` or `tls_listen`, such as listen: [\"0.0.0.0:8080\"]".into(),
+            ));
+        }
+        let mut tls_listen = Vec::new();
+        for (i, tls) in file.tls_listen.iter().enumerate() {
+            for (what, path) in [("cert", &tls.cert), ("key", &tls.key)] {
+                let resolved = self.path(path);
+                if let Err(e) = std::fs::metadata(&resolved) {
+                    let shown = path.display().to_string();
+                    return Err(self.error(
+                        Some((&shown, 0)),
+                        format!(
+                            "tls_listen[{i}].{what}: cannot read `{}`: {e}",
+                            resolved.display()
+                        ),
+                    ));
+                }
+            }
+            tls_listen.push(TlsListen {
+                addr: tls.addr.0,
+                cert: self.path(&tls.cert),
+                key: self.path(&tls.key),
+            });
+        }
+        let access_log = file.access_log.as_deref().map(|target| match target {
+            "-" => AccessLogTarget::Stdout,
+            path => AccessLogTarget::File(self.path(Path::new(path))),
+        });
+        let mut sites = Vec::new();
+        let mut names: HashMap<String, usize> = HashMap::new();
+        let mut hosts: HashMap<String, usize> = HashMap::new();
+        let mut catch_all: Option<usize> = None;
+        for (i, site) in file.sites.into_iter().enumerate() {
+            let site = self.site(i, site)?;
+            if let Some(first) = names.insert(site.name.clone(), i) {
+                return Err(self.site_error(
+                    i,
+                    "name:",
+                    format!("sites[{i}].name: `{}` is already the name of sites[{first}]; names label metrics and must differ", site.name),
+                ));
+            }
+            if site.hosts.is_empty() {
+                if let Some(first) = catch_all.replace(i) {
+                    return Err(self.site_error(
+                        i,
+                        "name:",
+                        format!("sites[{i}].hosts: sites[{first}] already serves any host; give this site `hosts`"),
+                    ));
+                }
+            }
+            for host in &site.hosts {
+                if let Some(first) = hosts.insert(host.clone(), i) {
+                    return Err(self.site_error(
+                        i,
+                        host,
+                        format!("sites[{i}].hosts: `{host}` is already a host of sites[{first}]"),
+                    ));
+                }
+            }
+            sites.push(site);
+        }
+        let pingora = &file.pingora;
+        let threads = pingora.threads.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        });
+        if threads == 0 {
+            return Err(self.error(
+                Some(("threads", 0)),
+                "pingora.threads: must be at least 1".into(),
+            ));
+        }
+        Ok(Settings {
+            listen: file.listen.iter().map(|a| a.0).collect(),
+            tls_listen,
+            metrics_listen: file.metrics.map(|m| m.listen.0),
+            access_log,
+            catalog: file.catalog.as_deref().map(|p| self.path(p)),
+            sites,
+            pingora: PingoraSettings {
+                threads,
+                grace_period_seconds: pingora.grace_period_seconds.unwrap_or(5),
+                work_stealing: pingora.work_stealing.unwrap_or(true),
+                upstream_keepalive_pool_size: pingora.upstream_keepalive_pool_size.unwrap_or(128),
+                listener_tasks_per_fd: pingora.listener_tasks_per_fd.unwrap_or(1).max(1),
+            },
+        })
+    }
+
+    fn site(&self, i: usize, site: SiteFile) -> Result<SiteSettings, ConfigError> {
+        if site.name.is_empty()
+            || site.name.len() > 64
+            || !site
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        {
+            return Err(self.site_error(
+                i,
+                "name:",
+                format!(
+                    "sites[{i}].name: `{}` must be 1 to 64 letters, digits, `.`, `_` or `-`",
+                    site.name
+                ),
+            ));
+        }
+        let mut hosts = Vec::new();
+        for host in &site.hosts {
+            let lower = host.trim().to_ascii_lowercase();
+            if lower.is_empty() || lower.contains(['/', ' ', ':']) && !lower.starts_with('[') {
+                return Err(self.site_error(
+                    i,
+                    host,
+                    format!("sites[{i}].hosts: `{host}` is not a host name (no scheme, port or path: example.com)"),
+                ));
+            }
+            hosts.push(lower);
+        }
+        let upstream = self.upstream(i, &site)?;
+        let robots = self.robots(i, &site)?;
+        if !(400..=599).contains(&site.block.status) {
+            return Err(self.site_error(
+                i,
+                "status:",
+                format!("sites[{i}].block.status: {} is not an error status: use 400 to 599 (403 by default)", site.block.status),
+            ));
+        }
+        let prefix = &site.tag.prefix;
+        if prefix.is_empty()
+            || !prefix
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        {
+            return Err(self.site_error(
+                i,
+                "prefix:",
+                format!("sites[{i}].tag.prefix: `{prefix}` must be letters, digits and `-`, such as X-Crawlgate-"),
+            ));
+        }
+        Ok(SiteSettings {
+            name: site.name.clone(),
+            hosts,
+            upstream,
+            robots,
+            action: site.action,
+            bot_actions: site
+                .bots
+                .iter()
+                .map(|(token, action)| (token.0.to_ascii_lowercase(), *action))
+                .collect(),
+            bot_tokens: site.bots.keys().map(|t| t.0.clone()).collect(),
+            block_status: site.block.status,
+            tag_prefix: prefix.clone(),
+        })
+    }
+
+    fn upstream(&self, i: usize, site: &SiteFile) -> Result<Upstream, ConfigError> {
+        let host = match site.upstream.rsplit_once(':') {
+            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+                host.trim_start_matches('[').trim_end_matches(']')
+            }
+            _ => {
+                return Err(self.site_error(
+                    i,
+                    "upstream:",
+                    format!("sites[{i}].upstream: `{}` must be HOST:PORT, such as 127.0.0.1:8000 or origin.internal:443", site.upstream),
+                ))
+            }
+        };
+        let resolved = site
+            .upstream
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut addrs| addrs.next())
+            .ok_or_else(|| {
+                self.site_error(
+                    i,
+                    "upstream:",
+                    format!(
+                        "sites[{i}].upstream: `{}` does not resolve to an address",
+                        site.upstream
+                    ),
+                )
+            })?;
+        Ok(Upstream {
+            addr: UpstreamAddr::Tcp(site.upstream.clone()),
+            resolved: Some(resolved),
+            tls: site.tls,
+            sni: site.sni.clone().unwrap_or_else(|| host.to_owned()),
+        })
+    }
+
+    fn robots(&self, i: usize, site: &SiteFile) -> Result<RobotsSettings, ConfigError> {
+        let robots = &site.robots;
+        let source = match (&robots.file, robots.origin, &robots.inline) {
+            (Some(file), None | Some(false), None) => RobotsSource::File(self.path(file)),
+            (None, Some(true), None) => RobotsSource::Origin,
+            (None, None | Some(false), Some(text)) => RobotsSource::Inline(text.clone()),
+            _ => {
+                return Err(self.site_error(
+                    i,
+                    "robots:",
+                    format!("sites[{i}].robots: give exactly one of `file: PATH`, `origin: true` or `inline: TEXT`"),
+                ));
+            }
+        };
+        let max_bytes = robots.max_bytes.unwrap_or(DEFAULT_MAX_BYTES);
+        if max_bytes == 0 {
+            return Err(self.site_error(
+                i,
+                "max_bytes:",
+                format!("sites[{i}].robots.max_bytes: must be more than 0 (RFC 9309 asks for at least 512000)"),
+            ));
+        }
+        let refresh = robots.refresh.map_or(DEFAULT_REFRESH, |d| d.0);
+        if refresh < Duration::from_secs(1) {
+            return Err(self.site_error(
+                i,
+                "refresh:",
+                format!("sites[{i}].robots.refresh: at least 1s"),
+            ));
+        }
+        Ok(RobotsSettings {
+            source,
+            refresh,
+            timeout: robots.timeout.map_or(DEFAULT_FETCH_TIMEOUT, |d| d.0),
+            max_bytes,
+            on_unreachable: robots.on_unreachable.unwrap_or(OnUnreachable::KeepLast),
+        })
+    }
+}
+
+impl Settings {
+    /// Parses and validates a configuration's text. `origin` names it in errors; relative paths
+    /// are taken from `base`.
+    pub fn from_yaml(text: &str, origin: &str, base: &Path) -> Result<Settings, ConfigError> {
+        let file: ConfigFile = serde_yaml::from_str(text).map_err(|e| ConfigError {
+            origin: origin.to_owned(),
+            line: e.location().map(|l| l.line()),
+            message: e.to_string(),
+        })?;
+        let validator = Validator { origin, text, base };
+        validator.settings(file)
+    }
+
+    /// Reads, parses and validates a configuration file.
+    pub fn from_file(path: &Path) -> Result<Settings, ConfigError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            origin: origin.clone(),
+            line: None,
+            message: format!("cannot read: {e}"),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Self::from_yaml(&text, &origin, base)
+    }
+
+    /// Builds the site part of a configuration from command-line flags alone.
+    pub fn from_flags(flags: &SiteFlags) -> Result<Settings, ConfigError> {
+        let yaml = flags.to_yaml().ok_or_else(|| ConfigError {
+            origin: "flags".into(),
+            line: None,
+            message: "--upstream HOST:PORT is needed to serve without --config".into(),
+        })?;
+        Self::from_yaml(&yaml, "flags", Path::new("."))
+    }
+}
+
+/// The command-line flags that describe (or override) a configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SiteFlags {
+    /// `--listen`
+    pub listen: Vec<String>,
+    /// `--upstream`
+    pub upstream: Option<String>,
+    /// `--robots FILE` (absent: fetched from the origin)
+    pub robots: Option<PathBuf>,
+    /// `--metrics-listen`
+    pub metrics_listen: Option<String>,
+    /// `--action`
+    pub action: Option<Action>,
+}
+
+impl SiteFlags {
+    /// Whether any flag is given.
+    pub fn any(&self) -> bool {
+        *self != SiteFlags::default()
+    }
+
+    /// The flags as a one-site configuration file (so flags and files share one validator).
+    fn to_yaml(&self) -> Option<String> {
+        let upstream = self.upstream.as_ref()?;
+        let listen = if self.listen.is_empty() {
+            vec!["0.0.0.0:8080".to_owned()]
+        } else {
+            self.listen.clone()
+        };
+        let robots = match &self.robots {
+            Some(path) => serde_json::json!({ "file": path }),
+            None => serde_json::json!({ "origin": true }),
+        };
+        let mut config = serde_json::json!({
+            "listen": listen,
+            "sites": [{
+                "name": "default",
+                "upstream": upstream,
+                "robots": robots,
+                "action": self.action.unwrap_or(Action::Block),
+            }],
+        });
+        if let Some(metrics) = &self.metrics_listen {
+            config["metrics"] = serde_json::json!({ "listen": metrics });
+        }
+        // JSON is YAML: one validator serves flags and files.
+        Some(config.to_string())
+    }
+
+    /// Applies the flags on top of settings read from a file.
+    pub fn apply(&self, settings: &mut Settings) -> Result<(), ConfigError> {
+        let flag_error = |message: String| ConfigError {
+            origin: "flags".into(),
+            line: None,
+            message,
+        };
+        if !self.listen.is_empty() {
+            settings.listen = self
+                .listen
+                .iter()
+                .map(|a| {
+                    a.parse()
+                        .map_err(|_| flag_error(format!("--listen `{a}` is not IP:PORT")))
+                })
+                .collect::<Result<_, _>>()?;
+        }
+        if let Some(metrics) = &self.metrics_listen {
+            let addr = metrics
+                .parse()
+                .map_err(|_| flag_error(format!("--metrics-listen `{metrics}` is not IP:PORT")))?;
+            settings.metrics_listen = Some(addr);
+        }
+        let site_flags = self.upstream.is_some() || self.robots.is_some() || self.action.is_some();
+        if site_flags {
+            let [site] = settings.sites.as_mut_slice() else {
+                return Err(flag_error(
+                    "--upstream, --robots and --action apply to a configuration with exactly one site".into(),
+                ));
+            };
+            if let Some(upstream) = &self.upstream {
+                let one = Self {
+                    upstream: Some(upstream.clone()),
+                    ..Self::default()
+                };
+                let parsed = Settings::from_flags(&one)?;
+                if let Some(parsed) = parsed.sites.into_iter().next() {
+                    site.upstream = parsed.upstream;
+                }
+            }
+            if let Some(robots) = &self.robots {
+                site.robots.source = RobotsSource::File(robots.clone());
+            }
+            if let Some(action) = self.action {
+                site.action = action;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Settings, ConfigError> {
+        Settings::from_yaml(text, "test.yaml", Path::new("/etc/crawlgate"))
+    }
+
+    const MINIMAL: &str = "listen: [\"127.0.0.1:8080\"]\nsites:\n  - name: example\n    upstream: \"127.0.0.1:8000\"\n    robots:\n      file: robots.txt\n";
+
+    #[test]
+    fn a_minimal_file_gets_the_defaults() {
+        let settings = parse(MINIMAL).unwrap();
+        let site = &settings.sites[0];
+        assert_eq!(site.action, Action::Block);
+        assert_eq!(site.block_status, 403);
+        assert_eq!(site.tag_prefix, "X-Crawlgate-");
+        assert_eq!(
+            site.robots.source,
+            RobotsSource::File("/etc/crawlgate/robots.txt".into())
+        );
+        assert_eq!(site.robots.max_bytes, 512 * 1024);
+        assert_eq!(site.robots.on_unreachable, OnUnreachable::KeepLast);
+        assert_eq!(site.upstream.sni, "127.0.0.1");
+        assert_eq!(settings.pingora.grace_period_seconds, 5);
+        assert!(settings.metrics_listen.is_none());
+    }
+
+    #[test]
+    fn unknown_keys_name_the_key_and_line() {
+        let text = format!("{MINIMAL}    colour: red\n");
+        let error = parse(&text).unwrap_err();
+        assert_eq!(error.line, Some(7));
+        assert!(error.message.contains("colour"), "{error}");
+        assert!(error.message.contains("expected one of"), "{error}");
+        assert!(error.to_string().starts_with("test.yaml:7: "), "{error}");
+    }
+
+    #[test]
+    fn bad_values_say_what_would_be_valid() {
+        let bad_action = MINIMAL.replace("    robots:", "    action: blok\n    robots:");
+        let error = parse(&bad_action).unwrap_err();
+        assert_eq!(error.line, Some(5));
+        assert!(error.message.contains("`block`, `tag`, `count`"), "{error}");
+        let bad_addr = MINIMAL.replace("127.0.0.1:8080", "localhost");
+        let error = parse(&bad_addr).unwrap_err();
+        assert!(error.message.contains("expected IP:PORT"), "{error}");
+        assert_eq!(error.line, Some(1));
+        let bad_duration = MINIMAL.replace("file: robots.txt", "origin: true\n      refresh: soon");
+        let error = parse(&bad_duration).unwrap_err();
+        assert!(error.message.contains("60s"), "{error}");
+        let bad_token = MINIMAL.replace(
+            "    robots:",
+            "    bots: {\"GPTBot/1.0\": block}\n    robots:",
+        );
+        assert!(parse(&bad_token)
+            .unwrap_err()
+            .message
+            .contains("product token"));
+    }
+
+    #[test]
+    fn semantic_errors_have_lines_too() {
+        let two_sources =
+            MINIMAL.replace("file: robots.txt", "file: robots.txt\n      origin: true");
+        let error = parse(&two_sources).unwrap_err();
+        assert!(error.message.contains("exactly one of"), "{error}");
+        assert_eq!(error.line, Some(5));
+        let bad_upstream = MINIMAL.replace("127.0.0.1:8000", "127.0.0.1");
+        let error = parse(&bad_upstream).unwrap_err();
+        assert!(error.message.contains("HOST:PORT"), "{error}");
+        assert_eq!(error.line, Some(4));
+        let bad_status = MINIMAL.replace("    robots:", "    block: {status: 200}\n    robots:");
+        assert!(parse(&bad_status)
+            .unwrap_err()
+            .message
+            .contains("400 to 599"));
+    }
+
+    #[test]
+    fn sites_must_not_overlap() {
+        let two = "listen: [\"127.0.0.1:8080\"]\nsites:\n  - name: a\n    hosts: [a.com]\n    upstream: \"127.0.0.1:1\"\n    robots: {origin: true}\n  - name: b\n    hosts: [b.com, A.com]\n    upstream: \"127.0.0.1:2\"\n    robots: {origin: true}\n";
+        let error = parse(&two.replace("A.com", "c.com")).map(|s| s.sites.len());
+        assert_eq!(error, Ok(2));
+        let error = parse(&two.replace("A.com", "a.com")).unwrap_err();
+        assert!(
+            error.message.contains("already a host of sites[0]"),
+            "{error}"
+        );
+        assert_eq!(error.line, Some(8));
+        let error =
+            parse(&two.replace("name: b", "name: a").replace("A.com", "c.com")).unwrap_err();
+        assert!(error.message.contains("already the name"), "{error}");
+        assert_eq!(error.line, Some(7));
+        let catch_alls = two
+            .replace("    hosts: [a.com]\n", "")
+            .replace("    hosts: [b.com, A.com]\n", "");
+        assert!(parse(&catch_alls).unwrap_err().message.contains("any host"));
+    }
+
+    #[test]
+    fn no_sites_or_listeners_is_an_error() {
+        assert!(parse("listen: [\"127.0.0.1:1\"]\n")
+            .unwrap_err()
+            .message
+            .contains("at least one site"));
+        let no_listen = MINIMAL.replace("listen: [\"127.0.0.1:8080\"]\n", "");
+        assert!(parse(&no_listen).unwrap_err().message.contains("listen"));
+    }
+
+    #[test]
+    fn flags_alone_make_a_site_and_override_a_file() {
+        let flags = SiteFlags {
+            upstream: Some("127.0.0.1:9000".into()),
+            action: Some(Action::Tag),
+            ..SiteFlags::default()
+        };
+        let settings = Settings::from_flags(&flags).unwrap();
+        assert_eq!(settings.sites[0].robots.source, RobotsSource::Origin);
+        assert_eq!(settings.sites[0].action, Action::Tag);
+        let mut from_file = parse(MINIMAL).unwrap();
+        let overrides = SiteFlags {
+            listen: vec!["127.0.0.1:9999".into()],
+            robots: Some("/srv/robots.txt".into()),
+            ..flags
+        };
+        overrides.apply(&mut from_file).unwrap();
+        assert_eq!(from_file.listen, vec!["127.0.0.1:9999".parse().unwrap()]);
+        assert_eq!(
+            from_file.sites[0].robots.source,
+            RobotsSource::File("/srv/robots.txt".into())
+        );
+        assert_eq!(
+            from_file.sites[0].upstream.resolved,
+            Some("127.0.0.1:9000".parse().unwrap())
+        );
+        assert!(Settings::from_flags(&SiteFlags::default()).is_err());
+    }
+
+    #[test]
+    fn per_bot_actions_are_case_insensitive() {
+        let text = MINIMAL.replace(
+            "    robots:",
+            "    action: count\n    bots: {GPTBot: block}\n    robots:",
+        );
+        let site = &parse(&text).unwrap().sites[0];
+        assert_eq!(site.action_for("gptbot"), Action::Block);
+        assert_eq!(site.action_for("ccbot"), Action::Count);
+    }
+}
