@@ -98,8 +98,14 @@ const CRAWLER_WORDS: [&str; 4] = ["bot", "crawler", "spider", "scraper"];
 /// What the classifier made of a User-Agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Identity<'a> {
-    /// A known crawler: the most specific (longest) known token in the header.
-    Crawler(&'a KnownAgent),
+    /// A known crawler: the most specific (longest) known token in the header, and its index
+    /// in [`Classifier::agents`].
+    Crawler {
+        /// Position in [`Classifier::agents`].
+        index: usize,
+        /// The crawler.
+        agent: &'a KnownAgent,
+    },
     /// No known token, but the header says bot, crawler, spider or scraper: follows `*`.
     Unnamed,
     /// Anything else: a person's browser. Never blocked, never counted as a violation.
@@ -166,10 +172,11 @@ impl Classifier {
 
     /// Classifies one User-Agent header value (bytes: headers need not be UTF-8).
     pub fn classify(&self, user_agent: &[u8]) -> Identity<'_> {
-        let mut best: Option<&KnownAgent> = None;
+        let mut best: Option<(usize, &KnownAgent)> = None;
         let mut crawler_word = false;
         for found in self.automaton.find_overlapping_iter(user_agent) {
-            let Some(agent) = self.agents.get(found.pattern().as_usize()) else {
+            let index = found.pattern().as_usize();
+            let Some(agent) = self.agents.get(index) else {
                 crawler_word = true;
                 continue;
             };
@@ -177,12 +184,12 @@ impl Classifier {
                 && user_agent
                     .get(found.end())
                     .is_none_or(|&b| !is_token_byte(b));
-            if whole_token && best.is_none_or(|b| agent.token.len() > b.token.len()) {
-                best = Some(agent);
+            if whole_token && best.is_none_or(|(_, b)| agent.token.len() > b.token.len()) {
+                best = Some((index, agent));
             }
         }
         match best {
-            Some(agent) => Identity::Crawler(agent),
+            Some((index, agent)) => Identity::Crawler { index, agent },
             None if crawler_word => Identity::Unnamed,
             None => Identity::Person,
         }
@@ -215,7 +222,7 @@ mod tests {
 
     fn token(identity: Identity<'_>) -> Option<&str> {
         match identity {
-            Identity::Crawler(agent) => Some(agent.token.as_str()),
+            Identity::Crawler { agent, .. } => Some(agent.token.as_str()),
             _ => None,
         }
     }

@@ -7,20 +7,30 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args = Cli::parse();
+    env_logger::Builder::from_env(
+        env_logger::Env::default()
+            .default_filter_or("info,pingora_core=warn,pingora_proxy=warn,pingora=warn"),
+    )
+    .init();
     let stdout = std::io::stdout();
     let outcome = match &args.command {
         Command::Check(check) => cli::run_check(check, std::io::stdin().lock(), stdout.lock()),
         Command::Lint(lint) => cli::run_lint(lint, stdout.lock()),
+        #[cfg(feature = "proxy")]
+        Command::Serve(serve) => cli::run_serve(serve),
+        #[cfg(feature = "proxy")]
+        Command::Validate(validate) => cli::run_validate(validate, stdout.lock()),
     };
     match outcome {
         Ok(status) => ExitCode::from(status.code()),
         Err(error) => {
+            let code = error.code();
             let _ = writeln!(
                 std::io::stderr(),
                 "crawlgate: {}",
                 anyhow::Error::new(error)
             );
-            ExitCode::from(2)
+            ExitCode::from(code)
         }
     }
 }

@@ -5,9 +5,13 @@
 
 mod check;
 mod lint;
+#[cfg(feature = "proxy")]
+mod serve;
 
 pub use check::{run_check, CheckArgs};
 pub use lint::{run_lint, LintArgs};
+#[cfg(feature = "proxy")]
+pub use serve::{run_serve, run_validate, ServeArgs, ValidateArgs};
 
 use clap::{Parser, Subcommand};
 use std::io::Read;
@@ -29,6 +33,12 @@ pub enum Command {
     Check(CheckArgs),
     /// List the problems in a robots.txt, with line numbers, and summarise it.
     Lint(LintArgs),
+    /// Run the proxy (with no configuration and no flags: the embedded demo).
+    #[cfg(feature = "proxy")]
+    Serve(ServeArgs),
+    /// Check a configuration (and every robots.txt it names) without serving.
+    #[cfg(feature = "proxy")]
+    Validate(ValidateArgs),
 }
 
 /// How a command ended, as the process reports it.
@@ -67,6 +77,9 @@ pub enum CliError {
     /// The arguments do not make sense together.
     #[error("{0}")]
     Usage(String),
+    /// A configuration that cannot be used (exit status 1).
+    #[error("{0}")]
+    Config(String),
     /// An input line of `check --jsonl` is not what it should be.
     #[error("input line {line}: {message}")]
     Input {
@@ -78,9 +91,12 @@ pub enum CliError {
 }
 
 impl CliError {
-    /// The process exit code for an error: always 2.
+    /// The process exit code: 1 for a configuration that cannot be used, 2 for usage and I/O.
     pub fn code(&self) -> u8 {
-        2
+        match self {
+            CliError::Config(_) => 1,
+            _ => 2,
+        }
     }
 }
 

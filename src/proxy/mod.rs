@@ -1,3 +1,17 @@
 //! The reverse proxy (feature `proxy`): pingora in front of a site, enforcing its robots.txt.
+//!
+//! Configuration ([`config`]) becomes sites ([`site`]) whose robots.txt snapshots the reload
+//! service ([`reload`], [`source`]) keeps fresh; the request path ([`service`]) decides with the
+//! snapshot in force and records [`metrics`] and the [`access_log`].
 
+pub mod access_log;
+pub mod admin;
 pub mod config;
+pub mod demo;
+pub mod metrics;
+pub mod reload;
+pub mod server;
+pub mod service;
+pub mod site;
+pub mod source;
+pub mod state;

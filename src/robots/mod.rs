@@ -101,6 +101,9 @@ pub struct Verdict<'a> {
     pub allowed: bool,
     /// The deciding rule (kind, pattern as written, line), if a rule decided.
     pub rule: Option<&'a Rule>,
+    /// The deciding rule's index in [`ParsedFile::rules`], to keep without a borrow.
+    #[serde(skip)]
+    pub rule_index: Option<usize>,
     /// Which groups applied.
     pub group: GroupKind,
     /// The lines of the groups that applied (their first user-agent line).
@@ -230,6 +233,7 @@ impl Robots {
             return Verdict {
                 allowed: true,
                 rule: None,
+                rule_index: None,
                 group: GroupKind::None,
                 group_lines: &[],
                 reason: Reason::RobotsTxt,
@@ -239,18 +243,18 @@ impl Robots {
             return Verdict {
                 allowed: true,
                 rule: None,
+                rule_index: None,
                 group: GroupKind::None,
                 group_lines: &[],
                 reason: Reason::NoGroup,
             };
         };
-        let rule = selection
-            .matcher
-            .decide(&path)
-            .and_then(|index| self.file.rules.get(index));
+        let rule_index = selection.matcher.decide(&path);
+        let rule = rule_index.and_then(|index| self.file.rules.get(index));
         Verdict {
             allowed: rule.is_none_or(|rule| rule.kind == RuleKind::Allow),
             rule,
+            rule_index,
             group,
             group_lines: &selection.group_lines,
             reason: if rule.is_some() {

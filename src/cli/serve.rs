@@ -1,0 +1,143 @@
+//! `crawlgate serve` and `crawlgate validate`.
+
+use super::{CliError, ExitStatus};
+use crate::catalog::Catalog;
+use crate::policy::Action;
+use crate::proxy::config::{Settings, SiteFlags};
+use crate::proxy::reload::ConfigSource;
+use crate::proxy::server::{self, DEMO_LISTEN, DEMO_METRICS};
+use crate::proxy::site::Site;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Arguments of `crawlgate serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The YAML configuration. Without it and without flags, the embedded demo runs.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Listen on this address (repeatable; overrides the file's `listen`).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Vec<String>,
+    /// The origin, HOST:PORT (for a one-site setup without a file).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub upstream: Option<String>,
+    /// The robots.txt file to enforce (default: fetched from the origin).
+    #[arg(long, value_name = "FILE")]
+    pub robots: Option<PathBuf>,
+    /// Serve /metrics and /healthz on this address.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// What to do with crawler requests robots.txt disallows.
+    #[arg(long, value_enum)]
+    pub action: Option<ActionArg>,
+}
+
+/// `--action` values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ActionArg {
+    /// Answer 403; the origin never sees the request.
+    Block,
+    /// Forward with X-Crawlgate-* headers.
+    Tag,
+    /// Forward untouched; count it.
+    Count,
+}
+
+impl From<ActionArg> for Action {
+    fn from(action: ActionArg) -> Action {
+        match action {
+            ActionArg::Block => Action::Block,
+            ActionArg::Tag => Action::Tag,
+            ActionArg::Count => Action::Count,
+        }
+    }
+}
+
+/// Arguments of `crawlgate validate`.
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// The YAML configuration to check.
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+}
+
+impl ServeArgs {
+    fn flags(&self) -> SiteFlags {
+        SiteFlags {
+            listen: self.listen.clone(),
+            upstream: self.upstream.clone(),
+            robots: self.robots.clone(),
+            metrics_listen: self.metrics_listen.clone(),
+            action: self.action.map(Action::from),
+        }
+    }
+}
+
+/// A configuration error is a failure of `serve`/`validate` (1), not a usage error.
+fn config_error(e: impl std::fmt::Display) -> CliError {
+    CliError::Config(e.to_string())
+}
+
+/// Runs `serve` until the proxy stops.
+pub fn run_serve(args: &ServeArgs) -> Result<ExitStatus, CliError> {
+    let flags = args.flags();
+    let (settings, demo_socket) = match &args.config {
+        Some(path) => {
+            let mut settings = Settings::from_file(path).map_err(config_error)?;
+            flags.apply(&mut settings).map_err(config_error)?;
+            log::info!(
+                "crawlgate: serving {} site(s) from {}",
+                settings.sites.len(),
+                path.display()
+            );
+            (settings, None)
+        }
+        None if flags.any() => {
+            let settings = Settings::from_flags(&flags).map_err(config_error)?;
+            log::info!("crawlgate: serving one site from command-line flags");
+            (settings, None)
+        }
+        None => {
+            let socket =
+                std::env::temp_dir().join(format!("crawlgate-demo-{}.sock", std::process::id()));
+            log::info!(
+                "crawlgate: no configuration given, serving the embedded demo site on http://{DEMO_LISTEN}/ \
+                 (metrics on http://{DEMO_METRICS}/metrics); try: curl -A 'GPTBot/1.2' http://{DEMO_LISTEN}/"
+            );
+            (server::demo_settings(socket.clone()), Some(socket))
+        }
+    };
+    let config = ConfigSource {
+        path: args.config.clone(),
+        flags,
+    };
+    server::run(settings, config, demo_socket).map_err(config_error)?;
+    Ok(ExitStatus::Success)
+}
+
+/// Runs `validate`: the configuration, its catalog and every robots.txt file it names.
+pub fn run_validate(args: &ValidateArgs, mut out: impl Write) -> Result<ExitStatus, CliError> {
+    let settings = Settings::from_file(&args.config).map_err(config_error)?;
+    let catalog = match &settings.catalog {
+        Some(path) => Catalog::from_file(path),
+        None => Catalog::embedded(),
+    }
+    .map_err(config_error)?;
+    for site in &settings.sites {
+        let site = Site::new(site.clone(), &catalog).map_err(config_error)?;
+        let snapshot = site.snapshot.load();
+        writeln!(
+            out,
+            "site {}: upstream {:?}, robots.txt {} ({} rules, {} problems), action {}",
+            site.settings.name,
+            site.settings.upstream.addr,
+            snapshot.state.as_str(),
+            snapshot.robots.file().rules.len(),
+            snapshot.robots.problems().len(),
+            site.settings.action.as_str(),
+        )?;
+    }
+    writeln!(out, "{}: ok", args.config.display())?;
+    Ok(ExitStatus::Success)
+}

@@ -1,0 +1,69 @@
+//! The metrics listener: `/metrics` (Prometheus text) and `/healthz` (ok, or why not).
+
+use super::state::Shared;
+use async_trait::async_trait;
+use http::{header, Response, StatusCode};
+use pingora::apps::http_app::{HttpServer, ServeHttp};
+use pingora::protocols::http::ServerSession;
+use std::sync::Arc;
+
+/// Serves the metrics and the health of one crawlgate process.
+pub struct AdminApp {
+    shared: Arc<Shared>,
+}
+
+/// The pingora app of the metrics listener.
+pub type AdminServer = HttpServer<AdminApp>;
+
+impl AdminApp {
+    /// The app, ready to be given a listener.
+    pub fn server(shared: Arc<Shared>) -> AdminServer {
+        HttpServer::new_app(AdminApp { shared })
+    }
+
+    fn answer(&self, path: &str) -> (StatusCode, &'static str, Vec<u8>) {
+        match path {
+            "/metrics" => (
+                StatusCode::OK,
+                "text/plain; version=0.0.4; charset=utf-8",
+                self.shared.metrics.render(),
+            ),
+            "/healthz" => match self.shared.health() {
+                Ok(()) => (
+                    StatusCode::OK,
+                    "text/plain; charset=utf-8",
+                    b"ok\n".to_vec(),
+                ),
+                Err(problems) => (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "text/plain; charset=utf-8",
+                    format!("{}\n", problems.join("\n")).into_bytes(),
+                ),
+            },
+            _ => (
+                StatusCode::NOT_FOUND,
+                "text/plain; charset=utf-8",
+                b"crawlgate: try /metrics or /healthz\n".to_vec(),
+            ),
+        }
+    }
+}
+
+#[async_trait]
+impl ServeHttp for AdminApp {
+    async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
+        let (status, content_type, body) = self.answer(session.req_header().uri.path());
+        let mut response = Response::new(body);
+        *response.status_mut() = status;
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static(content_type),
+        );
+        headers.insert(
+            header::CACHE_CONTROL,
+            header::HeaderValue::from_static("no-store"),
+        );
+        response
+    }
+}

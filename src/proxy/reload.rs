@@ -1,0 +1,393 @@
+//! The reload service: keeps every site's robots.txt fresh, off the request path.
+//!
+//! It polls watched files (a change is in force within two polls), fetches origins' files every
+//! `refresh`, and on SIGHUP re-reads the configuration and every robots.txt at once. It parses
+//! and compiles, then swaps the whole snapshot in; a load that fails keeps the last good one.
+//! Each outcome is logged when it changes, not every time it repeats.
+
+use super::config::{OnUnreachable, RobotsSource, Settings, SiteFlags};
+use super::site::{Site, Sites, Snapshot, SourceState};
+use super::source::{Fetched, FileWatch, OriginClient, FILE_POLL};
+use super::state::{load_catalog, Shared};
+use async_trait::async_trait;
+use bytes::Bytes;
+use pingora::server::ShutdownWatch;
+use pingora::services::background::BackgroundService;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// Where the configuration comes from, so that SIGHUP can read it again.
+#[derive(Debug, Clone)]
+pub struct ConfigSource {
+    /// The file, if any (without one, SIGHUP reloads robots.txt files only).
+    pub path: Option<PathBuf>,
+    /// Flags that override the file.
+    pub flags: SiteFlags,
+}
+
+/// The reload background service.
+pub struct Reloader {
+    shared: Arc<Shared>,
+    config: ConfigSource,
+    /// The settings in force (to tell what a reload changes).
+    settings: Mutex<Settings>,
+}
+
+/// Per-site reload state, kept across polls.
+struct Watch {
+    site: Arc<Site>,
+    file: FileWatch,
+    client: Option<OriginClient>,
+    next_fetch: Instant,
+    fetching: bool,
+    /// The last outcome logged, so that a repeat is not logged again.
+    last_outcome: String,
+}
+
+impl Watch {
+    fn new(site: Arc<Site>) -> Watch {
+        let file = match &site.settings.robots.source {
+            RobotsSource::File(path) => FileWatch::loaded(path),
+            _ => FileWatch::default(),
+        };
+        let client = match OriginClient::new(&site.settings) {
+            Ok(client) => client,
+            Err(e) => {
+                log::error!("{e}");
+                None
+            }
+        };
+        let pending = site.snapshot.load().state == SourceState::Pending;
+        Watch {
+            site,
+            file,
+            client,
+            next_fetch: Instant::now(),
+            fetching: false,
+            last_outcome: if pending {
+                String::new()
+            } else {
+                "loaded".into()
+            },
+        }
+    }
+}
+
+impl Reloader {
+    /// A reloader for the sites in `shared`, configured by `settings` from `config`.
+    pub fn new(shared: Arc<Shared>, config: ConfigSource, settings: Settings) -> Reloader {
+        Reloader {
+            shared,
+            config,
+            settings: Mutex::new(settings),
+        }
+    }
+
+    fn watches(&self, keep: &mut HashMap<String, Watch>) {
+        let sites = self.shared.sites.load();
+        let mut fresh = HashMap::new();
+        for site in &sites.all {
+            let name = site.settings.name.clone();
+            let watch = match keep.remove(&name) {
+                Some(watch) if Arc::ptr_eq(&watch.site, site) => watch,
+                _ => Watch::new(site.clone()),
+            };
+            fresh.insert(name, watch);
+        }
+        *keep = fresh;
+    }
+
+    /// Logs an outcome when it differs from the last one logged for the site.
+    fn note(watch: &mut Watch, outcome: String, error: bool) {
+        if watch.last_outcome != outcome {
+            let site = &watch.site.settings.name;
+            if error {
+                log::warn!("site {site}: robots.txt {outcome}");
+            } else {
+                log::info!("site {site}: robots.txt {outcome}");
+            }
+            watch.last_outcome = outcome;
+        }
+    }
+
+    /// Builds and swaps in a snapshot; `false` (and the old one kept) when it cannot be built.
+    fn install(&self, watch: &mut Watch, bytes: Bytes, state: SourceState) -> bool {
+        let site = &watch.site;
+        let name = site.settings.name.as_str();
+        let current = site.snapshot.load();
+        if current.state == state && current.bytes == bytes {
+            self.shared
+                .metrics
+                .robots_reloads
+                .with_label_values(&[name, "unchanged"])
+                .inc();
+            return true;
+        }
+        let catalog = self.shared.catalog.load();
+        match Snapshot::build(&site.settings, &catalog, bytes, state) {
+            Ok(snapshot) => {
+                let result = match state {
+                    SourceState::Loaded => "ok",
+                    other => other.as_str(),
+                };
+                self.shared
+                    .metrics
+                    .robots_reloads
+                    .with_label_values(&[name, result])
+                    .inc();
+                self.shared.publish(name, &snapshot);
+                let outcome = (state == SourceState::Loaded).then(|| {
+                    format!(
+                        "loaded: {} rules, {} problems, sha256 {}",
+                        snapshot.robots.file().rules.len(),
+                        snapshot.robots.problems().len(),
+                        snapshot.sha256.get(..12).unwrap_or_default()
+                    )
+                });
+                site.snapshot.store(Arc::new(snapshot));
+                // Stand-ins are logged by the caller, which knows why.
+                if let Some(outcome) = outcome {
+                    Self::note(watch, outcome, false);
+                }
+                true
+            }
+            Err(e) => {
+                self.shared
+                    .metrics
+                    .robots_reloads
+                    .with_label_values(&[name, "error"])
+                    .inc();
+                Self::note(watch, format!("not reloaded: {e}"), true);
+                false
+            }
+        }
+    }
+
+    /// Reads a watched file and installs it; a file that cannot be read keeps the old one.
+    fn load_file(&self, watch: &mut Watch) {
+        let RobotsSource::File(path) = &watch.site.settings.robots.source else {
+            return;
+        };
+        let path = path.clone();
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                watch.file.mark_loaded(&path);
+                self.install(watch, Bytes::from(bytes), SourceState::Loaded);
+            }
+            Err(e) => {
+                let name = watch.site.settings.name.as_str();
+                self.shared
+                    .metrics
+                    .robots_reloads
+                    .with_label_values(&[name, "error"])
+                    .inc();
+                Self::note(
+                    watch,
+                    format!(
+                        "cannot be read ({}): keeping the last good file: {e}",
+                        path.display()
+                    ),
+                    true,
+                );
+            }
+        }
+    }
+
+    /// Applies what a fetch from the origin found (RFC 9309 §2.3.1).
+    fn apply_fetch(&self, watch: &mut Watch, fetched: Fetched) {
+        watch.fetching = false;
+        watch.next_fetch = Instant::now() + watch.site.settings.robots.refresh;
+        match fetched {
+            Fetched::Body(bytes) => {
+                self.install(watch, bytes, SourceState::Loaded);
+            }
+            Fetched::Unavailable(why) => {
+                self.install(watch, Bytes::new(), SourceState::Unavailable);
+                Self::note(watch, format!("unavailable ({why}): no restrictions"), true);
+            }
+            Fetched::Unreachable(why) => {
+                let name = watch.site.settings.name.clone();
+                let current = watch.site.snapshot.load();
+                let keep = watch.site.settings.robots.on_unreachable == OnUnreachable::KeepLast
+                    && current.state == SourceState::Loaded;
+                if keep {
+                    self.shared
+                        .metrics
+                        .robots_reloads
+                        .with_label_values(&[&name, "unreachable"])
+                        .inc();
+                    Self::note(
+                        watch,
+                        format!("unreachable ({why}): keeping the last good file"),
+                        true,
+                    );
+                } else {
+                    self.install(watch, Bytes::new(), SourceState::Unreachable);
+                    Self::note(
+                        watch,
+                        format!(
+                            "unreachable ({why}): {:?}",
+                            watch.site.settings.robots.on_unreachable
+                        ),
+                        true,
+                    );
+                }
+            }
+        }
+    }
+
+    /// Starts the fetches that are due; results come back on `results`.
+    fn start_fetches(
+        &self,
+        watches: &mut HashMap<String, Watch>,
+        results: &mpsc::UnboundedSender<(String, Arc<Site>, Fetched)>,
+        force: bool,
+    ) {
+        let now = Instant::now();
+        for (name, watch) in watches.iter_mut() {
+            let Some(client) = &watch.client else {
+                continue;
+            };
+            if watch.fetching || !(force || now >= watch.next_fetch) {
+                continue;
+            }
+            watch.fetching = true;
+            let client = client.clone();
+            let results = results.clone();
+            let (name, site) = (name.clone(), watch.site.clone());
+            tokio::spawn(async move {
+                let fetched = client.fetch().await;
+                let _ = results.send((name, site, fetched));
+            });
+        }
+    }
+
+    /// Re-reads the configuration. A bad one is reported and the old one keeps serving.
+    fn reload_config(&self) -> Result<(), String> {
+        let Some(path) = &self.config.path else {
+            return Ok(());
+        };
+        let mut settings = Settings::from_file(path).map_err(|e| e.to_string())?;
+        self.config
+            .flags
+            .apply(&mut settings)
+            .map_err(|e| e.to_string())?;
+        let catalog = load_catalog(&settings).map_err(|e| e.to_string())?;
+        let mut old = match self.settings.lock() {
+            Ok(old) => old,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if settings.listen != old.listen
+            || settings.tls_listen != old.tls_listen
+            || settings.metrics_listen != old.metrics_listen
+            || settings.pingora != old.pingora
+            || settings.access_log != old.access_log
+        {
+            log::warn!("listeners, access log and pingora settings change only on restart; the rest is applied");
+        }
+        let catalog_changed = *self.shared.catalog.load_full() != catalog;
+        let current = self.shared.sites.load();
+        let mut sites = Vec::new();
+        for site_settings in &settings.sites {
+            let existing = current.by_name(&site_settings.name);
+            if let Some(site) =
+                existing.filter(|s| s.settings == *site_settings && !catalog_changed)
+            {
+                sites.push(site.clone());
+                continue;
+            }
+            let site = Site::new(site_settings.clone(), &catalog).map_err(|e| e.to_string())?;
+            // An origin's file carries over to the new site until the next fetch.
+            if let Some(old) = existing {
+                let previous = old.snapshot.load();
+                if old.settings.robots == site_settings.robots
+                    && previous.state != SourceState::Pending
+                {
+                    if let Ok(snapshot) = Snapshot::build(
+                        site_settings,
+                        &catalog,
+                        previous.bytes.clone(),
+                        previous.state,
+                    ) {
+                        site.snapshot.store(Arc::new(snapshot));
+                    }
+                }
+            }
+            sites.push(Arc::new(site));
+        }
+        for site in &sites {
+            self.shared
+                .publish(&site.settings.name, &site.snapshot.load());
+        }
+        self.shared.catalog.store(Arc::new(catalog));
+        self.shared.sites.store(Arc::new(Sites::new(sites)));
+        *old = settings;
+        Ok(())
+    }
+
+    async fn run(&self, mut shutdown: ShutdownWatch) {
+        let mut hangup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        {
+            Ok(signal) => Some(signal),
+            Err(e) => {
+                log::error!("cannot watch SIGHUP, reload on signal is off: {e}");
+                None
+            }
+        };
+        let mut watches = HashMap::new();
+        self.watches(&mut watches);
+        let (results_tx, mut results) = mpsc::unbounded_channel();
+        let mut tick = tokio::time::interval(FILE_POLL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                Some(()) = async { match hangup.as_mut() { Some(h) => h.recv().await, None => None } } => {
+                    log::info!("SIGHUP: reloading the configuration and every robots.txt");
+                    match self.reload_config() {
+                        Ok(()) => self.shared.metrics.config_reloads.with_label_values(&["ok"]).inc(),
+                        Err(e) => {
+                            self.shared.metrics.config_reloads.with_label_values(&["error"]).inc();
+                            log::error!("configuration not reloaded, the old one keeps serving: {e}");
+                        }
+                    }
+                    if let Some(log) = &self.shared.access_log {
+                        log.reopen();
+                    }
+                    self.watches(&mut watches);
+                    for watch in watches.values_mut() {
+                        self.load_file(watch);
+                    }
+                    self.start_fetches(&mut watches, &results_tx, true);
+                }
+                Some((name, site, fetched)) = results.recv() => {
+                    // A fetch for a site that was replaced meanwhile is dropped.
+                    if let Some(watch) = watches.get_mut(&name).filter(|w| Arc::ptr_eq(&w.site, &site)) {
+                        self.apply_fetch(watch, fetched);
+                    }
+                }
+                _ = tick.tick() => {
+                    for watch in watches.values_mut() {
+                        if let RobotsSource::File(path) = &watch.site.settings.robots.source {
+                            let path = path.clone();
+                            if watch.file.poll(&path) {
+                                self.load_file(watch);
+                            }
+                        }
+                    }
+                    self.start_fetches(&mut watches, &results_tx, false);
+                }
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl BackgroundService for Reloader {
+    async fn start(&self, shutdown: ShutdownWatch) {
+        self.run(shutdown).await;
+    }
+}

@@ -1,0 +1,195 @@
+//! Assembling the pingora server: the proxy, the metrics listener, the reload and access-log
+//! background services, and (for the embedded default) the demo site.
+
+use super::access_log::access_log;
+use super::admin::AdminApp;
+use super::config::{
+    AccessLogTarget, OnUnreachable, PingoraSettings, RobotsSettings, RobotsSource, Settings,
+    SiteSettings, Upstream, UpstreamAddr, DEFAULT_TAG_PREFIX,
+};
+use super::demo::{DemoApp, DEMO_ROBOTS};
+use super::metrics::Metrics;
+use super::reload::{ConfigSource, Reloader};
+use super::service::CrawlGate;
+use super::state::Shared;
+use crate::policy::Action;
+use crate::robots::DEFAULT_MAX_BYTES;
+use pingora::server::configuration::ServerConf;
+use pingora::server::Server;
+use pingora::services::background::background_service;
+use pingora::services::listening::Service;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The proxy cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Setting up the shared state failed (catalog, a site's robots.txt).
+    #[error(transparent)]
+    State(#[from] super::state::StateError),
+    /// The metrics cannot be registered.
+    #[error(transparent)]
+    Metrics(#[from] super::metrics::MetricsError),
+    /// The access log cannot be opened.
+    #[error(transparent)]
+    AccessLog(#[from] super::access_log::AccessLogError),
+    /// A listening address is taken or not ours.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A TLS listener cannot be set up.
+    #[error("cannot listen with TLS on {addr}: {message}")]
+    Tls {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        message: String,
+    },
+}
+
+/// Where the embedded default listens.
+pub const DEMO_LISTEN: &str = "127.0.0.1:8080";
+/// Where the embedded default serves metrics.
+pub const DEMO_METRICS: &str = "127.0.0.1:9464";
+
+/// The settings of the embedded default: crawlgate in front of the demo site, which listens on
+/// a Unix socket at `socket`.
+pub fn demo_settings(socket: PathBuf) -> Settings {
+    let listen = DEMO_LISTEN.parse().ok().into_iter().collect();
+    Settings {
+        listen,
+        tls_listen: Vec::new(),
+        metrics_listen: DEMO_METRICS.parse().ok(),
+        access_log: Some(AccessLogTarget::Stdout),
+        catalog: None,
+        sites: vec![SiteSettings {
+            name: "demo".into(),
+            hosts: Vec::new(),
+            upstream: Upstream {
+                addr: UpstreamAddr::Unix(socket),
+                resolved: None,
+                tls: false,
+                sni: "localhost".into(),
+            },
+            robots: RobotsSettings {
+                source: RobotsSource::Inline(DEMO_ROBOTS.into()),
+                refresh: Duration::from_secs(60),
+                timeout: Duration::from_secs(10),
+                max_bytes: DEFAULT_MAX_BYTES,
+                on_unreachable: OnUnreachable::KeepLast,
+            },
+            action: Action::Block,
+            bot_actions: HashMap::new(),
+            bot_tokens: Vec::new(),
+            block_status: 403,
+            tag_prefix: DEFAULT_TAG_PREFIX.into(),
+        }],
+        pingora: PingoraSettings {
+            threads: 2,
+            grace_period_seconds: 5,
+            work_stealing: true,
+            upstream_keepalive_pool_size: 128,
+            listener_tasks_per_fd: 1,
+        },
+    }
+}
+
+/// Fails early, with a clear message, when a listening address cannot be bound (pingora would
+/// only panic later).
+fn check_listen(addr: SocketAddr) -> Result<(), ServeError> {
+    std::net::TcpListener::bind(addr)
+        .map(drop)
+        .map_err(|source| ServeError::Listen { addr, source })
+}
+
+fn server_conf(pingora: &PingoraSettings) -> ServerConf {
+    // pingora drains for the grace period, then gives runtimes a shutdown timeout: split the
+    // configured period between the two so that SIGTERM exits within it.
+    let grace = pingora.grace_period_seconds;
+    ServerConf {
+        threads: pingora.threads,
+        work_stealing: pingora.work_stealing,
+        upstream_keepalive_pool_size: pingora.upstream_keepalive_pool_size,
+        listener_tasks_per_fd: pingora.listener_tasks_per_fd,
+        grace_period_seconds: Some(grace.saturating_sub(1)),
+        graceful_shutdown_timeout_seconds: Some(grace.min(1)),
+        ..ServerConf::default()
+    }
+}
+
+/// Runs the proxy until SIGTERM or SIGINT. `demo_socket` starts the embedded demo site there.
+pub fn run(
+    settings: Settings,
+    config: ConfigSource,
+    demo_socket: Option<PathBuf>,
+) -> Result<(), ServeError> {
+    for addr in settings.listen.iter().chain(settings.metrics_listen.iter()) {
+        check_listen(*addr)?;
+    }
+    for tls in &settings.tls_listen {
+        check_listen(tls.addr)?;
+    }
+    let metrics = Metrics::new()?;
+    let (log, writer) = match &settings.access_log {
+        Some(target) => {
+            let (log, writer) = access_log(target.clone())?;
+            (Some(log), Some(writer))
+        }
+        None => (None, None),
+    };
+    let shared = Arc::new(Shared::new(&settings, metrics, log)?);
+
+    let mut server = Server::new_with_opt_and_conf(None, server_conf(&settings.pingora));
+    server.bootstrap();
+
+    let mut proxy = pingora::proxy::http_proxy_service_with_name(
+        &server.configuration,
+        CrawlGate::new(shared.clone()),
+        "crawlgate proxy",
+    );
+    for addr in &settings.listen {
+        proxy.add_tcp(&addr.to_string());
+    }
+    for tls in &settings.tls_listen {
+        let cert = tls.cert.to_string_lossy();
+        let key = tls.key.to_string_lossy();
+        proxy
+            .add_tls(&tls.addr.to_string(), &cert, &key)
+            .map_err(|e| ServeError::Tls {
+                addr: tls.addr,
+                message: e.to_string(),
+            })?;
+    }
+    server.add_service(proxy);
+
+    if let Some(addr) = settings.metrics_listen {
+        let mut admin = Service::new("crawlgate metrics".into(), AdminApp::server(shared.clone()));
+        admin.add_tcp(&addr.to_string());
+        server.add_service(admin);
+    }
+    if let Some(socket) = &demo_socket {
+        let _ = std::fs::remove_file(socket);
+        let mut demo = Service::new("crawlgate demo site".into(), DemoApp::server());
+        demo.add_uds(&socket.to_string_lossy(), None);
+        server.add_service(demo);
+    }
+    server.add_service(background_service(
+        "crawlgate reload",
+        Reloader::new(shared.clone(), config, settings.clone()),
+    ));
+    if let Some(writer) = writer {
+        server.add_service(background_service("crawlgate access log", writer));
+    }
+    server.run(pingora::server::RunArgs::default());
+    if let Some(socket) = &demo_socket {
+        let _ = std::fs::remove_file(socket);
+    }
+    Ok(())
+}

@@ -1,0 +1,447 @@
+//! A site at run time: its settings, its origin, and the snapshot of robots.txt in force.
+//!
+//! A [`Snapshot`] is everything a request needs to be decided — the compiled robots.txt, the
+//! classifier for its crawlers, the labels for metrics — built off the request path and swapped
+//! in whole with arc-swap, so that no request ever sees half a reload.
+
+use super::config::{OnUnreachable, RobotsSource, SiteSettings, UpstreamAddr};
+use crate::agent::{Classifier, ClassifierError, Identity, KnownAgent};
+use crate::catalog::Catalog;
+use crate::policy::Action;
+use crate::robots::{Options, Robots};
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use pingora::upstreams::peer::HttpPeer;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// How many tokens named only by a site's robots.txt (or its `bots:` overrides) get a metric
+/// label of their own; the rest are labelled `other`, so that a hostile file cannot blow up the
+/// number of series.
+pub const MAX_SITE_TOKEN_LABELS: usize = 100;
+
+/// Where the robots.txt in force came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceState {
+    /// Read from a file, from the configuration, or fetched from the origin (2xx).
+    Loaded,
+    /// The origin answered 4xx (or too many redirects): no restrictions (RFC 9309 §2.3.1.3).
+    Unavailable,
+    /// The origin answered 5xx or could not be reached, and no good file is at hand: per
+    /// `on_unreachable`, everything is disallowed (or allowed) (RFC 9309 §2.3.1.4).
+    Unreachable,
+    /// Not fetched from the origin yet: treated as unreachable until the first fetch.
+    Pending,
+}
+
+impl SourceState {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceState::Loaded => "loaded",
+            SourceState::Unavailable => "unavailable",
+            SourceState::Unreachable => "unreachable",
+            SourceState::Pending => "pending",
+        }
+    }
+}
+
+/// The robots.txt text that stands in when the real one is unavailable or unreachable.
+const DISALLOW_ALL: &[u8] = b"User-agent: *\nDisallow: /\n";
+
+/// Everything a request of one site is decided with, built at once and swapped in whole.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The compiled robots.txt in force (or its stand-in).
+    pub robots: Robots,
+    /// Known crawlers: the catalog, then the tokens the file and the overrides name.
+    pub classifier: Classifier,
+    /// The metric label of each of the classifier's agents.
+    bot_labels: Vec<Arc<str>>,
+    /// The action for each of the classifier's agents (its override, else the site's).
+    actions: Vec<Action>,
+    /// The site's action, for unnamed crawlers.
+    site_action: Action,
+    unnamed_label: Arc<str>,
+    person_label: Arc<str>,
+    /// The bytes as loaded (empty for a stand-in).
+    pub bytes: Bytes,
+    /// Whether crawlgate serves `/robots.txt` itself (file and inline sources).
+    pub serve_locally: bool,
+    /// SHA-256 of `bytes`, hex.
+    pub sha256: String,
+    /// When it was loaded.
+    pub loaded_at: SystemTime,
+    /// Where it came from.
+    pub state: SourceState,
+}
+
+impl Snapshot {
+    /// Builds a snapshot from loaded bytes (or a stand-in for `state`).
+    pub fn build(
+        site: &SiteSettings,
+        catalog: &Catalog,
+        bytes: Bytes,
+        state: SourceState,
+    ) -> Result<Snapshot, ClassifierError> {
+        let options = Options {
+            max_bytes: site.robots.max_bytes,
+            ..Options::default()
+        };
+        let stand_in_disallows = site.robots.on_unreachable != OnUnreachable::AllowAll;
+        let robots = match state {
+            SourceState::Loaded => Robots::parse_with(&bytes, options),
+            SourceState::Unavailable => Robots::parse(b""),
+            SourceState::Unreachable | SourceState::Pending if stand_in_disallows => {
+                Robots::parse(DISALLOW_ALL)
+            }
+            SourceState::Unreachable | SourceState::Pending => Robots::parse(b""),
+        };
+        let catalog_agents = catalog.known_agents();
+        let named: Vec<KnownAgent> = robots
+            .file()
+            .groups
+            .iter()
+            .flat_map(|group| group.agents.iter())
+            .chain(site.bot_tokens.iter())
+            .map(|token| KnownAgent::unlisted(token))
+            .collect();
+        let catalog_len = catalog.bots.len();
+        let classifier = Classifier::new(catalog_agents.chain(named))?;
+        let bot_labels = classifier
+            .agents()
+            .iter()
+            .enumerate()
+            .map(|(index, agent)| {
+                if index < catalog_len + MAX_SITE_TOKEN_LABELS {
+                    Arc::from(agent.token.as_str())
+                } else {
+                    Arc::from("other")
+                }
+            })
+            .collect();
+        let actions = classifier
+            .agents()
+            .iter()
+            .map(|agent| site.action_for(&agent.token.to_ascii_lowercase()))
+            .collect();
+        let sha256 = hex(&Sha256::digest(&bytes));
+        Ok(Snapshot {
+            robots,
+            classifier,
+            bot_labels,
+            actions,
+            site_action: site.action,
+            unnamed_label: Arc::from("unnamed"),
+            person_label: Arc::from("person"),
+            serve_locally: !matches!(site.robots.source, RobotsSource::Origin),
+            bytes,
+            sha256,
+            loaded_at: SystemTime::now(),
+            state,
+        })
+    }
+
+    /// The metric label for an identity.
+    pub fn bot_label(&self, identity: &Identity<'_>) -> &Arc<str> {
+        match identity {
+            Identity::Crawler { index, .. } => {
+                self.bot_labels.get(*index).unwrap_or(&self.unnamed_label)
+            }
+            Identity::Unnamed => &self.unnamed_label,
+            Identity::Person => &self.person_label,
+        }
+    }
+
+    /// The action configured for an identity's disallowed requests.
+    pub fn action(&self, identity: &Identity<'_>) -> Action {
+        match identity {
+            Identity::Crawler { index, .. } => self
+                .actions
+                .get(*index)
+                .copied()
+                .unwrap_or(self.site_action),
+            Identity::Unnamed | Identity::Person => self.site_action,
+        }
+    }
+
+    /// Why this snapshot is a stand-in, for block messages and logs.
+    pub fn stand_in_reason(&self) -> Option<&'static str> {
+        match self.state {
+            SourceState::Loaded => None,
+            SourceState::Unavailable => Some("robots.txt is unavailable (4xx): no restrictions"),
+            SourceState::Unreachable => Some("robots.txt is unreachable (RFC 9309 §2.3.1.4)"),
+            SourceState::Pending => Some("robots.txt has not been fetched yet"),
+        }
+    }
+
+    /// How long ago it was loaded.
+    pub fn age(&self) -> Duration {
+        self.loaded_at.elapsed().unwrap_or_default()
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A site at run time.
+#[derive(Debug)]
+pub struct Site {
+    /// Its settings.
+    pub settings: SiteSettings,
+    /// The snapshot in force.
+    pub snapshot: ArcSwap<Snapshot>,
+    /// Where requests go.
+    pub peer: HttpPeer,
+}
+
+/// A site that cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SiteError {
+    /// The robots.txt file cannot be read at startup.
+    #[error("site {site}: cannot read robots.txt {path}: {source}")]
+    Robots {
+        /// The site.
+        site: String,
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The classifier cannot be built.
+    #[error("site {site}: {source}")]
+    Classifier {
+        /// The site.
+        site: String,
+        /// Why.
+        source: ClassifierError,
+    },
+    /// The origin's address cannot be used.
+    #[error("site {site}: upstream: {message}")]
+    Upstream {
+        /// The site.
+        site: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// How long to wait for a connection to the origin.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl Site {
+    /// Sets a site up: its peer, and its first snapshot (a file or inline text is read now; an
+    /// origin's file is fetched by the reload service, and is `Pending` until then).
+    pub fn new(settings: SiteSettings, catalog: &Catalog) -> Result<Site, SiteError> {
+        let name = settings.name.clone();
+        let (bytes, state) = match &settings.robots.source {
+            RobotsSource::File(path) => {
+                let bytes = std::fs::read(path).map_err(|source| SiteError::Robots {
+                    site: name.clone(),
+                    path: path.display().to_string(),
+                    source,
+                })?;
+                (Bytes::from(bytes), SourceState::Loaded)
+            }
+            RobotsSource::Inline(text) => (Bytes::from(text.clone()), SourceState::Loaded),
+            RobotsSource::Origin => (Bytes::new(), SourceState::Pending),
+        };
+        let snapshot = Snapshot::build(&settings, catalog, bytes, state).map_err(|source| {
+            SiteError::Classifier {
+                site: name.clone(),
+                source,
+            }
+        })?;
+        let upstream = &settings.upstream;
+        let mut peer = match (&upstream.addr, upstream.resolved) {
+            (UpstreamAddr::Unix(path), _) => {
+                HttpPeer::new_uds(&path.to_string_lossy(), upstream.tls, upstream.sni.clone())
+                    .map_err(|e| SiteError::Upstream {
+                        site: name.clone(),
+                        message: e.to_string(),
+                    })?
+            }
+            (UpstreamAddr::Tcp(_), Some(addr)) => {
+                HttpPeer::new(addr, upstream.tls, upstream.sni.clone())
+            }
+            (UpstreamAddr::Tcp(text), None) => {
+                return Err(SiteError::Upstream {
+                    site: name,
+                    message: format!("`{text}` is not resolved"),
+                })
+            }
+        };
+        peer.options.connection_timeout = Some(CONNECT_TIMEOUT);
+        Ok(Site {
+            settings,
+            snapshot: ArcSwap::from_pointee(snapshot),
+            peer,
+        })
+    }
+}
+
+/// The sites, and which one serves which Host.
+#[derive(Debug, Default)]
+pub struct Sites {
+    by_host: HashMap<String, Arc<Site>>,
+    any_host: Option<Arc<Site>>,
+    /// Every site, in configuration order.
+    pub all: Vec<Arc<Site>>,
+}
+
+impl Sites {
+    /// Indexes sites by their hosts.
+    pub fn new(all: Vec<Arc<Site>>) -> Sites {
+        let mut sites = Sites::default();
+        for site in &all {
+            if site.settings.hosts.is_empty() {
+                sites.any_host = Some(site.clone());
+            }
+            for host in &site.settings.hosts {
+                sites.by_host.insert(host.clone(), site.clone());
+            }
+        }
+        sites.all = all;
+        sites
+    }
+
+    /// The site for a Host header value (port, case and a trailing dot ignored).
+    pub fn route(&self, host: Option<&[u8]>) -> Option<&Arc<Site>> {
+        let named = host.and_then(|host| {
+            let host = std::str::from_utf8(host).ok()?;
+            let without_port = match host.rsplit_once(':') {
+                Some((name, port)) if !name.ends_with(']') || host.starts_with('[') => {
+                    if port.bytes().all(|b| b.is_ascii_digit()) {
+                        name
+                    } else {
+                        host
+                    }
+                }
+                _ => host,
+            };
+            let name = without_port.trim_end_matches('.');
+            if self.by_host.is_empty() {
+                return None;
+            }
+            if name.bytes().any(|b| b.is_ascii_uppercase()) {
+                self.by_host.get(&name.to_ascii_lowercase())
+            } else {
+                self.by_host.get(name)
+            }
+        });
+        named.or(self.any_host.as_ref())
+    }
+
+    /// The site with this name.
+    pub fn by_name(&self, name: &str) -> Option<&Arc<Site>> {
+        self.all.iter().find(|site| site.settings.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proxy::config::Settings;
+    use std::path::Path;
+
+    fn settings(robots: &str, extra: &str) -> SiteSettings {
+        let yaml = format!(
+            "listen: [\"127.0.0.1:1\"]\nsites:\n  - name: s\n    upstream: \"127.0.0.1:9\"\n{extra}    robots:\n      {robots}\n"
+        );
+        Settings::from_yaml(&yaml, "t", Path::new("/"))
+            .unwrap()
+            .sites
+            .remove(0)
+    }
+
+    #[test]
+    fn tokens_from_the_file_and_overrides_are_known_crawlers() {
+        let site = settings(
+            "inline: \"User-agent: FooCrawler\\nDisallow: /\\n\"",
+            "    bots: {BarAgent: tag}\n",
+        );
+        let catalog = Catalog::embedded().unwrap();
+        let site = Site::new(site, &catalog).unwrap();
+        let snapshot = site.snapshot.load();
+        let identity = snapshot.classifier.classify(b"FooCrawler/1.0");
+        assert_eq!(&**snapshot.bot_label(&identity), "FooCrawler");
+        assert_eq!(snapshot.action(&identity), Action::Block);
+        let identity = snapshot.classifier.classify(b"BarAgent");
+        assert_eq!(&**snapshot.bot_label(&identity), "BarAgent");
+        assert_eq!(snapshot.action(&identity), Action::Tag);
+        let identity = snapshot
+            .classifier
+            .classify(b"Mozilla/5.0 (compatible; GPTBot/1.2)");
+        assert_eq!(&**snapshot.bot_label(&identity), "GPTBot");
+        assert_eq!(&**snapshot.bot_label(&Identity::Person), "person");
+        assert!(snapshot.serve_locally);
+        assert_eq!(snapshot.sha256.len(), 64);
+    }
+
+    #[test]
+    fn labels_for_file_tokens_are_capped() {
+        let mut text = String::new();
+        for i in 0..(MAX_SITE_TOKEN_LABELS + 20) {
+            let token: String = format!("{i:04}")
+                .bytes()
+                .map(|b| char::from(b'a' + b - b'0'))
+                .collect();
+            text.push_str(&format!("User-agent: zz{token}\n"));
+        }
+        text.push_str("Disallow: /\n");
+        let catalog = Catalog::embedded().unwrap();
+        let snapshot = Snapshot::build(
+            &settings("origin: true", ""),
+            &catalog,
+            Bytes::from(text),
+            SourceState::Loaded,
+        )
+        .unwrap();
+        let first = snapshot.classifier.classify(b"zzaaaa");
+        assert_eq!(&**snapshot.bot_label(&first), "zzaaaa");
+        let last = snapshot.classifier.classify(b"zzabbj");
+        assert_eq!(&**snapshot.bot_label(&last), "other");
+    }
+
+    #[test]
+    fn stand_ins_follow_on_unreachable() {
+        let catalog = Catalog::embedded().unwrap();
+        let keep = settings("origin: true", "");
+        let pending = Snapshot::build(&keep, &catalog, Bytes::new(), SourceState::Pending).unwrap();
+        assert!(!pending.robots.is_allowed("x", "/a"));
+        let unavailable =
+            Snapshot::build(&keep, &catalog, Bytes::new(), SourceState::Unavailable).unwrap();
+        assert!(unavailable.robots.is_allowed("x", "/a"));
+        let open = settings("origin: true\n      on_unreachable: allow-all", "");
+        let unreachable =
+            Snapshot::build(&open, &catalog, Bytes::new(), SourceState::Unreachable).unwrap();
+        assert!(unreachable.robots.is_allowed("x", "/a"));
+        assert!(!pending.serve_locally);
+    }
+
+    #[test]
+    fn routing_by_host() {
+        let catalog = Catalog::embedded().unwrap();
+        let mut a = settings("inline: x", "    hosts: [a.example, www.a.example]\n");
+        a.name = "a".into();
+        let b = settings("inline: x", "");
+        let sites = Sites::new(vec![
+            Arc::new(Site::new(a, &catalog).unwrap()),
+            Arc::new(Site::new(b, &catalog).unwrap()),
+        ]);
+        let name = |host: &[u8]| sites.route(Some(host)).map(|s| s.settings.name.clone());
+        assert_eq!(name(b"a.example"), Some("a".into()));
+        assert_eq!(name(b"WWW.A.example:8080"), Some("a".into()));
+        assert_eq!(name(b"a.example."), Some("a".into()));
+        assert_eq!(name(b"other.example"), Some("s".into()));
+        assert_eq!(
+            sites.route(None).map(|s| s.settings.name.as_str()),
+            Some("s")
+        );
+        let only_a = Sites::new(vec![sites.all[0].clone()]);
+        assert!(only_a.route(Some(b"other.example")).is_none());
+    }
+}

@@ -1,0 +1,243 @@
+//! Getting robots.txt: from a file (watched by metadata), or from the origin with RFC 9309 §2.3
+//! semantics (2xx parsed, up to 5 redirects, 4xx unavailable, 5xx and errors unreachable).
+
+use super::config::{SiteSettings, UpstreamAddr};
+use bytes::Bytes;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+/// What a fetch from the origin found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fetched {
+    /// A 2xx answer: the bytes (cut after the parse limit).
+    Body(Bytes),
+    /// A 4xx answer, or more than 5 redirects: RFC 9309 says no restrictions.
+    Unavailable(String),
+    /// A 5xx answer, a timeout or a network error: RFC 9309 says assume complete disallow.
+    Unreachable(String),
+}
+
+impl Fetched {
+    /// A short description for logs: `200 (1234 bytes)`, `404`, `connection refused`.
+    pub fn describe(&self) -> String {
+        match self {
+            Fetched::Body(bytes) => format!("fetched ({} bytes)", bytes.len()),
+            Fetched::Unavailable(why) => format!("unavailable: {why}"),
+            Fetched::Unreachable(why) => format!("unreachable: {why}"),
+        }
+    }
+}
+
+/// RFC 9309 §2.3.1.2: "crawlers SHOULD follow at least five consecutive redirects".
+const MAX_REDIRECTS: usize = 5;
+
+/// An HTTP client for one site's origin.
+#[derive(Debug, Clone)]
+pub struct OriginClient {
+    client: reqwest::Client,
+    url: String,
+    host: Option<String>,
+    max_bytes: usize,
+}
+
+/// The origin's client cannot be built.
+#[derive(Debug, thiserror::Error)]
+#[error("site {site}: cannot build the robots.txt client: {source}")]
+pub struct ClientError {
+    site: String,
+    source: reqwest::Error,
+}
+
+impl OriginClient {
+    /// A client that fetches `/robots.txt` from the site's upstream, presenting the site's first
+    /// host name (origins are often virtual hosts).
+    pub fn new(site: &SiteSettings) -> Result<Option<OriginClient>, ClientError> {
+        let UpstreamAddr::Tcp(address) = &site.upstream.addr else {
+            return Ok(None);
+        };
+        let mut builder = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
+            .timeout(site.robots.timeout)
+            .no_proxy()
+            .user_agent(concat!("crawlgate/", env!("CARGO_PKG_VERSION")));
+        let url = if site.upstream.tls {
+            // Connect to the resolved address while the URL (and SNI) carry the origin's name.
+            if let Some(addr) = site.upstream.resolved {
+                builder = builder.resolve(&site.upstream.sni, addr);
+            }
+            let port = site.upstream.resolved.map_or(443, |a| a.port());
+            format!("https://{}:{port}/robots.txt", site.upstream.sni)
+        } else {
+            format!("http://{address}/robots.txt")
+        };
+        let client = builder.build().map_err(|source| ClientError {
+            site: site.name.clone(),
+            source,
+        })?;
+        Ok(Some(OriginClient {
+            client,
+            url,
+            host: site.hosts.first().cloned(),
+            max_bytes: site.robots.max_bytes,
+        }))
+    }
+
+    /// Fetches robots.txt once.
+    pub async fn fetch(&self) -> Fetched {
+        let mut request = self.client.get(&self.url);
+        if let Some(host) = &self.host {
+            request = request.header(http::header::HOST, host);
+        }
+        let mut response = match request.send().await {
+            Ok(response) => response,
+            Err(e) if e.is_redirect() => {
+                return Fetched::Unavailable(format!("more than {MAX_REDIRECTS} redirects"))
+            }
+            Err(e) => return Fetched::Unreachable(error_chain(&e)),
+        };
+        let status = response.status();
+        if status.is_client_error() {
+            return Fetched::Unavailable(status.to_string());
+        }
+        if !status.is_success() {
+            return Fetched::Unreachable(status.to_string());
+        }
+        // Read one byte past the limit, so that the parser reports the cut; no further.
+        let mut body = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    let room = (self.max_bytes + 1).saturating_sub(body.len());
+                    body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                    if body.len() > self.max_bytes {
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => return Fetched::Unreachable(error_chain(&e)),
+            }
+        }
+        Fetched::Body(Bytes::from(body))
+    }
+}
+
+/// An error with its causes, which reqwest keeps apart (`error sending request: connection refused`).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// What identifies a version of a file without reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    len: u64,
+    modified: Option<SystemTime>,
+    inode: u64,
+}
+
+impl FileStamp {
+    /// The file's current stamp, or `None` when it cannot be read.
+    pub fn of(path: &Path) -> Option<FileStamp> {
+        let meta = std::fs::metadata(path).ok()?;
+        #[cfg(unix)]
+        let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+        #[cfg(not(unix))]
+        let inode = 0;
+        Some(FileStamp {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            inode,
+        })
+    }
+}
+
+/// Watches one file by polling its stamp. A change is reported once it has held still for one
+/// poll, so that a file written in place is not read half-written.
+#[derive(Debug, Clone, Default)]
+pub struct FileWatch {
+    /// The stamp of the version in force.
+    current: Option<FileStamp>,
+    /// A new stamp seen on the last poll, waiting to hold still.
+    settling: Option<FileStamp>,
+}
+
+impl FileWatch {
+    /// A watch that considers the file's present version loaded.
+    pub fn loaded(path: &Path) -> FileWatch {
+        FileWatch {
+            current: FileStamp::of(path),
+            settling: None,
+        }
+    }
+
+    /// Polls the file: `true` when a changed version has held still and should be loaded.
+    pub fn poll(&mut self, path: &Path) -> bool {
+        let now = FileStamp::of(path);
+        if now == self.current {
+            self.settling = None;
+            return false;
+        }
+        if now.is_some() && now == self.settling {
+            self.settling = None;
+            return true;
+        }
+        self.settling = now;
+        false
+    }
+
+    /// Records the version that was loaded.
+    pub fn mark_loaded(&mut self, path: &Path) {
+        self.current = FileStamp::of(path);
+    }
+}
+
+/// How often files are polled: a change is in force within two polls (< 2 s).
+pub const FILE_POLL: Duration = Duration::from_millis(250);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_change_is_reported_once_it_holds_still() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("robots.txt");
+        std::fs::write(&path, "User-agent: *\n").unwrap();
+        let mut watch = FileWatch::loaded(&path);
+        assert!(!watch.poll(&path));
+        // Appending changes length (and maybe mtime): seen once, then reported when still.
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(b"Disallow: /\n").unwrap();
+        assert!(!watch.poll(&path));
+        assert!(watch.poll(&path));
+        watch.mark_loaded(&path);
+        assert!(!watch.poll(&path));
+        // Replacing by rename gives a new inode.
+        let other = dir.path().join("new.txt");
+        std::fs::write(&other, "User-agent: *\nDisallow: /x\n").unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        assert!(!watch.poll(&path));
+        assert!(watch.poll(&path));
+    }
+
+    #[test]
+    fn a_missing_file_is_never_ready() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("robots.txt");
+        std::fs::write(&path, "x").unwrap();
+        let mut watch = FileWatch::loaded(&path);
+        std::fs::remove_file(&path).unwrap();
+        assert!(!watch.poll(&path));
+        assert!(!watch.poll(&path));
+    }
+}
