@@ -7,7 +7,7 @@
 
 use super::config::{OnUnreachable, RobotsSource, Settings, SiteFlags};
 use super::site::{Site, Sites, Snapshot, SourceState};
-use super::source::{Fetched, FileWatch, OriginClient, FILE_POLL};
+use super::source::{Fetched, FilePoll, FileWatch, OriginClient, FILE_POLL};
 use super::state::{load_catalog, Shared};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -53,8 +53,10 @@ impl Watch {
             RobotsSource::File(path) => FileWatch::loaded(path),
             _ => FileWatch::default(),
         };
+        let from_origin = site.settings.robots.source == RobotsSource::Origin;
         let client = match OriginClient::new(&site.settings) {
-            Ok(client) => client,
+            Ok(client) if from_origin => client,
+            Ok(_) => None,
             Err(e) => {
                 log::error!("{e}");
                 None
@@ -373,7 +375,7 @@ impl Reloader {
                     for watch in watches.values_mut() {
                         if let RobotsSource::File(path) = &watch.site.settings.robots.source {
                             let path = path.clone();
-                            if watch.file.poll(&path) {
+                            if watch.file.poll(&path) != FilePoll::Unchanged {
                                 self.load_file(watch);
                             }
                         }

@@ -133,6 +133,17 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// What a poll of a watched file found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilePoll {
+    /// Nothing to do (no change, or a change still settling).
+    Unchanged,
+    /// A new version has held still: load it.
+    Ready,
+    /// The file can no longer be read (reported once).
+    Gone,
+}
+
 /// What identifies a version of a file without reading it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileStamp {
@@ -176,19 +187,27 @@ impl FileWatch {
         }
     }
 
-    /// Polls the file: `true` when a changed version has held still and should be loaded.
-    pub fn poll(&mut self, path: &Path) -> bool {
+    /// Polls the file: [`FilePoll::Ready`] when a changed version has held still and should be
+    /// loaded, [`FilePoll::Gone`] once when the file can no longer be read.
+    pub fn poll(&mut self, path: &Path) -> FilePoll {
         let now = FileStamp::of(path);
         if now == self.current {
             self.settling = None;
-            return false;
+            return FilePoll::Unchanged;
         }
-        if now.is_some() && now == self.settling {
+        if now.is_none() {
+            // Reported once; the stamp in force becomes "gone" so that the file's return is a
+            // change like any other.
+            self.current = None;
             self.settling = None;
-            return true;
+            return FilePoll::Gone;
+        }
+        if now == self.settling {
+            self.settling = None;
+            return FilePoll::Ready;
         }
         self.settling = now;
-        false
+        FilePoll::Unchanged
     }
 
     /// Records the version that was loaded.
@@ -211,33 +230,36 @@ mod tests {
         let path = dir.path().join("robots.txt");
         std::fs::write(&path, "User-agent: *\n").unwrap();
         let mut watch = FileWatch::loaded(&path);
-        assert!(!watch.poll(&path));
+        assert_eq!(watch.poll(&path), FilePoll::Unchanged);
         // Appending changes length (and maybe mtime): seen once, then reported when still.
         let mut file = std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
             .unwrap();
         file.write_all(b"Disallow: /\n").unwrap();
-        assert!(!watch.poll(&path));
-        assert!(watch.poll(&path));
+        assert_eq!(watch.poll(&path), FilePoll::Unchanged);
+        assert_eq!(watch.poll(&path), FilePoll::Ready);
         watch.mark_loaded(&path);
-        assert!(!watch.poll(&path));
+        assert_eq!(watch.poll(&path), FilePoll::Unchanged);
         // Replacing by rename gives a new inode.
         let other = dir.path().join("new.txt");
         std::fs::write(&other, "User-agent: *\nDisallow: /x\n").unwrap();
         std::fs::rename(&other, &path).unwrap();
-        assert!(!watch.poll(&path));
-        assert!(watch.poll(&path));
+        assert_eq!(watch.poll(&path), FilePoll::Unchanged);
+        assert_eq!(watch.poll(&path), FilePoll::Ready);
     }
 
     #[test]
-    fn a_missing_file_is_never_ready() {
+    fn a_missing_file_is_reported_once_and_its_return_is_a_change() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("robots.txt");
         std::fs::write(&path, "x").unwrap();
         let mut watch = FileWatch::loaded(&path);
         std::fs::remove_file(&path).unwrap();
-        assert!(!watch.poll(&path));
-        assert!(!watch.poll(&path));
+        assert_eq!(watch.poll(&path), FilePoll::Gone);
+        assert_eq!(watch.poll(&path), FilePoll::Unchanged);
+        std::fs::write(&path, "x").unwrap();
+        assert_eq!(watch.poll(&path), FilePoll::Unchanged);
+        assert_eq!(watch.poll(&path), FilePoll::Ready);
     }
 }

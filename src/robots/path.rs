@@ -8,8 +8,9 @@
 use std::borrow::Cow;
 
 /// Reduces a URL, or a path, to what robots.txt rules are matched against: the path and the query,
-/// without the fragment. A full URL (`https://host/x?y`) or a network-path reference (`//host/x`)
-/// loses its scheme and authority; an empty path becomes `/`.
+/// without the fragment. A full URL (`https://host/x?y`) loses its scheme and authority; an empty
+/// path becomes `/`. A path that starts with `//` is a path, as an origin server would read the
+/// request target `//x`: reading `x` as a host would let `GET //private/x` past `Disallow: /private/`.
 pub fn path_and_query(url: &str) -> Cow<'_, str> {
     let without_fragment = match url.find('#') {
         Some(end) => &url[..end],
@@ -24,15 +25,11 @@ pub fn path_and_query(url: &str) -> Cow<'_, str> {
     }
 }
 
-/// Returns what follows `scheme://authority` (or `//authority`), or the input when it has neither.
+/// Returns what follows `scheme://authority`, or the input when it has none.
 fn strip_scheme_and_authority(url: &str) -> &str {
-    let rest = if let Some(rest) = url.strip_prefix("//") {
-        rest
-    } else {
-        match url.find("://") {
-            Some(colon) if is_scheme(&url[..colon]) => &url[colon + 3..],
-            _ => return url,
-        }
+    let rest = match url.find("://") {
+        Some(colon) if is_scheme(&url[..colon]) => &url[colon + 3..],
+        _ => return url,
     };
     match rest.find(['/', '?']) {
         Some(start) => &rest[start..],
@@ -172,7 +169,7 @@ mod tests {
         assert_eq!(path_and_query("https://example.com/x?y=1#f"), "/x?y=1");
         assert_eq!(path_and_query("https://example.com"), "/");
         assert_eq!(path_and_query("https://example.com?q"), "/?q");
-        assert_eq!(path_and_query("//example.com/a"), "/a");
+        assert_eq!(path_and_query("//private/a"), "//private/a");
         assert_eq!(path_and_query("/a/b#frag"), "/a/b");
         assert_eq!(path_and_query(""), "/");
         assert_eq!(path_and_query("page.html"), "/page.html");

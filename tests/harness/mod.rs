@@ -1,0 +1,383 @@
+//! Test harness: a real origin server (hyper) and the real crawlgate binary, both on loopback,
+//! and a real HTTP client. No fixed ports; waits poll with a deadline.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use http_body_util::Full;
+use hyper::body::Bytes;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long any wait may take before the test fails.
+pub const DEADLINE: Duration = Duration::from_secs(20);
+
+/// Polls `check` until it returns `Some`, or panics with `what` after the deadline.
+pub fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A port nobody listens on right now, and that no other test of this process was given
+/// (pingora listens with SO_REUSEPORT, so two proxies given one port would share it).
+pub fn free_port() -> u16 {
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap();
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
+}
+
+/// A request the origin received.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub path: String,
+    pub headers: HashMap<String, String>,
+}
+
+/// How the origin answers `/robots.txt`.
+#[derive(Debug, Clone)]
+pub struct RobotsAnswer {
+    pub status: u16,
+    pub body: String,
+    pub delay: Duration,
+}
+
+#[derive(Debug)]
+struct OriginState {
+    seen: Vec<Seen>,
+    robots: RobotsAnswer,
+}
+
+/// A real HTTP origin on loopback: answers `/robots.txt` as told, every other path with
+/// `origin: PATH`, and records what it received.
+pub struct Origin {
+    pub addr: SocketAddr,
+    state: Arc<Mutex<OriginState>>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl Origin {
+    pub fn start() -> Origin {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let state = Arc::new(Mutex::new(OriginState {
+            seen: Vec::new(),
+            robots: RobotsAnswer {
+                status: 200,
+                body: "User-agent: *\nDisallow: /private/\n".into(),
+                delay: Duration::ZERO,
+            },
+        }));
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let shared = state.clone();
+        runtime.spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let state = shared.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |request: Request<hyper::body::Incoming>| {
+                        let state = state.clone();
+                        async move { Ok::<_, Infallible>(answer(&state, request).await) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Origin {
+            addr,
+            state,
+            _runtime: runtime,
+        }
+    }
+
+    /// Sets how `/robots.txt` is answered.
+    pub fn set_robots(&self, status: u16, body: &str, delay: Duration) {
+        self.state.lock().unwrap().robots = RobotsAnswer {
+            status,
+            body: body.into(),
+            delay,
+        };
+    }
+
+    /// What the origin received so far.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.state.lock().unwrap().seen.clone()
+    }
+
+    /// The last request for `path`.
+    pub fn last(&self, path: &str) -> Option<Seen> {
+        self.seen().into_iter().rev().find(|s| s.path == path)
+    }
+}
+
+async fn answer(
+    state: &Mutex<OriginState>,
+    request: Request<hyper::body::Incoming>,
+) -> Response<Full<Bytes>> {
+    let path = request
+        .uri()
+        .path_and_query()
+        .map_or("/".to_owned(), |p| p.as_str().to_owned());
+    let headers = request
+        .headers()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_owned(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let robots = {
+        let mut state = state.lock().unwrap();
+        state.seen.push(Seen {
+            path: path.clone(),
+            headers,
+        });
+        state.robots.clone()
+    };
+    if path == "/robots.txt" {
+        tokio::time::sleep(robots.delay).await;
+        return Response::builder()
+            .status(robots.status)
+            .header("content-type", "text/plain")
+            .body(Full::new(Bytes::from(robots.body)))
+            .unwrap();
+    }
+    Response::builder()
+        .header("content-type", "text/plain")
+        .body(Full::new(Bytes::from(format!("origin: {path}"))))
+        .unwrap()
+}
+
+/// A running crawlgate process with its own folder, configuration and ports.
+pub struct Proxy {
+    pub child: Child,
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+    pub metrics_port: u16,
+    pub config: PathBuf,
+}
+
+/// `{listen}` and `{metrics}` in a configuration template become free ports' addresses;
+/// `{dir}` the proxy's folder.
+pub struct ProxyBuilder {
+    template: String,
+    files: Vec<(String, Vec<u8>)>,
+}
+
+impl ProxyBuilder {
+    pub fn new(template: &str) -> ProxyBuilder {
+        ProxyBuilder {
+            template: template.into(),
+            files: Vec::new(),
+        }
+    }
+
+    /// Writes a file into the proxy's folder before it starts.
+    pub fn file(mut self, name: &str, content: impl AsRef<[u8]>) -> ProxyBuilder {
+        self.files.push((name.into(), content.as_ref().to_vec()));
+        self
+    }
+
+    pub fn start(self) -> Proxy {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, content) in &self.files {
+            std::fs::write(dir.path().join(name), content).unwrap();
+        }
+        let port = free_port();
+        let metrics_port = free_port();
+        let config = dir.path().join("crawlgate.yaml");
+        let text = self
+            .template
+            .replace("{listen}", &format!("127.0.0.1:{port}"))
+            .replace("{metrics}", &format!("127.0.0.1:{metrics_port}"))
+            .replace("{dir}", &dir.path().display().to_string());
+        std::fs::write(&config, text).unwrap();
+        let child = spawn_crawlgate(&["serve", "--config", config.to_str().unwrap()], dir.path());
+        let mut proxy = Proxy {
+            child,
+            dir,
+            port,
+            metrics_port,
+            config,
+        };
+        proxy.wait_ready();
+        proxy
+    }
+}
+
+/// The crawlgate binary, with its output going to files in `dir`.
+pub fn spawn_crawlgate(args: &[&str], dir: &Path) -> Child {
+    let stdout = std::fs::File::create(dir.join("stdout.log")).unwrap();
+    let stderr = std::fs::File::create(dir.join("stderr.log")).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_crawlgate"))
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
+}
+
+impl Proxy {
+    fn wait_ready(&mut self) {
+        let port = self.port;
+        let metrics = self.metrics_port;
+        let start = Instant::now();
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("crawlgate exited with {status}:\n{}", self.logs());
+            }
+            let up = |p: u16| TcpStream::connect(("127.0.0.1", p)).is_ok();
+            if up(port) && up(metrics) {
+                return;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "crawlgate did not start:\n{}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// What the process logged so far.
+    pub fn logs(&self) -> String {
+        let read =
+            |name: &str| std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default();
+        format!(
+            "--- stderr\n{}--- stdout\n{}",
+            read("stderr.log"),
+            read("stdout.log")
+        )
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// The metrics text.
+    pub fn metrics(&self) -> String {
+        let url = format!("http://127.0.0.1:{}/metrics", self.metrics_port);
+        client().get(url).send().unwrap().text().unwrap()
+    }
+
+    /// The value of one metric series, by its exact text before the value.
+    pub fn metric(&self, series: &str) -> Option<f64> {
+        metric_value(&self.metrics(), series)
+    }
+
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Rewrites the configuration (placeholders as at start) and sends SIGHUP.
+    pub fn reconfigure(&self, template: &str) {
+        let text = template
+            .replace("{listen}", &format!("127.0.0.1:{}", self.port))
+            .replace("{metrics}", &format!("127.0.0.1:{}", self.metrics_port))
+            .replace("{dir}", &self.dir.path().display().to_string());
+        write_atomically(&self.config, text.as_bytes());
+        self.signal("HUP");
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Finds `series value` in a metrics text.
+pub fn metric_value(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|line| {
+        line.strip_prefix(series)?
+            .strip_prefix(' ')?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
+/// Replaces a file the way editors and deploy tools do: write aside, then rename.
+pub fn write_atomically(path: &Path, content: &[u8]) {
+    let aside = path.with_extension("tmp");
+    let mut file = std::fs::File::create(&aside).unwrap();
+    file.write_all(content).unwrap();
+    file.sync_all().unwrap();
+    std::fs::rename(&aside, path).unwrap();
+}
+
+/// A real HTTP client that never goes through a proxy and never follows redirects.
+pub fn client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+}
+
+/// A GET with a User-Agent (and a Host, when given).
+pub fn get(
+    url: &str,
+    user_agent: &str,
+    host: Option<&str>,
+) -> (u16, String, reqwest::header::HeaderMap) {
+    let mut request = client().get(url).header("user-agent", user_agent);
+    if let Some(host) = host {
+        request = request.header("host", host);
+    }
+    let response = request.send().unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    (status, response.text().unwrap(), headers)
+}
+
+pub const GPTBOT: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
+pub const GOOGLEBOT: &str =
+    "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+pub const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
