@@ -77,6 +77,18 @@ fn block_mode_answers_with_the_rule_and_the_origin_never_sees_it() {
     // Percent-encoded unreserved characters are decoded before matching: /%62az is /baz.
     let (status, _, _) = get(&proxy.url("/%62az"), GOOGLEBOT, host);
     assert_eq!(status, 403);
+    // Paths that an origin resolves to a disallowed one are disallowed too.
+    for target in [
+        "/public/../private/x",
+        "//private/x",
+        "/public/%2e%2e/private/x",
+    ] {
+        assert_eq!(
+            raw_get(proxy.port, target, "block.test", GOOGLEBOT),
+            403,
+            "{target}"
+        );
+    }
     // An unnamed crawler follows `*` too.
     let (status, _, _) = get(
         &proxy.url("/private/a"),

@@ -144,7 +144,7 @@ impl CrawlGate {
         let (verdict, rule) = if requester == Requester::Person || is_robots_txt(path) {
             (VerdictLabel::Exempt, None)
         } else {
-            let verdict = snapshot.robots.check(token, path);
+            let verdict = snapshot.robots.check_request(token, path);
             let label = if verdict.allowed {
                 VerdictLabel::Allowed
             } else {

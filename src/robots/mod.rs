@@ -265,6 +265,28 @@ impl Robots {
         }
     }
 
+    /// Like [`Robots::check`], for a request an origin server will resolve: when the path has
+    /// `.`/`..` segments or doubled slashes, the resolved path is checked too and the stricter
+    /// verdict is returned, so that `/public/../private/x` cannot slip past `Disallow: /private/`.
+    pub fn check_request(&self, agent: &str, path_and_query: &str) -> Verdict<'_> {
+        let as_sent = self.check(agent, path_and_query);
+        if !as_sent.allowed {
+            return as_sent;
+        }
+        let raw = path::path_and_query(path_and_query);
+        let normal = path::normalize(raw.as_bytes());
+        let Some(resolved) = path::canonical(&normal) else {
+            return as_sent;
+        };
+        let resolved = String::from_utf8_lossy(&resolved);
+        let as_resolved = self.check(agent, &resolved);
+        if as_resolved.allowed {
+            as_sent
+        } else {
+            as_resolved
+        }
+    }
+
     /// Whether the crawler with product token `agent` may fetch `url`.
     pub fn is_allowed(&self, agent: &str, url: &str) -> bool {
         self.check(agent, url).allowed
@@ -404,6 +426,24 @@ mod tests {
         let robots = compile("user-agent: *\nfoo: bar\ndisallow: x\n");
         let lines: Vec<u32> = robots.problems().iter().map(|p| p.line).collect();
         assert_eq!(lines, vec![2, 3]);
+    }
+
+    #[test]
+    fn requests_are_also_checked_as_the_origin_resolves_them() {
+        let robots = compile("user-agent: *\ndisallow: /private/\n");
+        assert!(robots.is_allowed("x", "/public/../private/x"));
+        let verdict = robots.check_request("x", "/public/../private/x");
+        assert!(!verdict.allowed);
+        assert_eq!(verdict.rule.unwrap().line, 2);
+        assert!(!robots.check_request("x", "//private/x").allowed);
+        assert!(
+            !robots
+                .check_request("x", "/public/%2e%2e/private/x")
+                .allowed
+        );
+        // The stricter of the two forms wins: as sent, this path is under /private/.
+        assert!(!robots.check_request("x", "/private/../public/").allowed);
+        assert!(robots.check_request("x", "/public/x").allowed);
     }
 
     #[test]

@@ -120,6 +120,55 @@ pub fn normalize(bytes: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(out)
 }
 
+/// The path as most origin servers resolve it: `.` and `..` segments removed (RFC 3986 §5.2.4)
+/// and runs of `/` merged, the query kept as it is. Apply it to a normalised path (so that `%2e`
+/// is already `.`). Returns `None` when the path is already canonical.
+///
+/// robots.txt rules are written for the paths an origin serves; a crawler that asks for
+/// `/public/../private/x` or `//private/x` gets `/private/x` from most servers, so an enforcing
+/// proxy checks that form too.
+pub fn canonical(path_and_query: &[u8]) -> Option<Vec<u8>> {
+    let (path, query) = match path_and_query.iter().position(|&b| b == b'?') {
+        Some(q) => path_and_query.split_at(q),
+        None => (path_and_query, &b""[..]),
+    };
+    let has_dot_segment = path
+        .split(|&b| b == b'/')
+        .any(|segment| segment == b"." || segment == b"..");
+    let has_double_slash = path.windows(2).any(|w| w == b"//");
+    if !has_dot_segment && !has_double_slash {
+        return None;
+    }
+    let mut segments: Vec<&[u8]> = Vec::new();
+    let parts: Vec<&[u8]> = path.split(|&b| b == b'/').collect();
+    let last = parts.len().saturating_sub(1);
+    let mut trailing_slash = false;
+    for (index, segment) in parts.iter().enumerate() {
+        match *segment {
+            b"" => trailing_slash = index == last && index > 0,
+            b"." => trailing_slash = index == last,
+            b".." => {
+                segments.pop();
+                trailing_slash = index == last;
+            }
+            other => {
+                segments.push(other);
+                trailing_slash = false;
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(path_and_query.len());
+    for segment in &segments {
+        out.push(b'/');
+        out.extend_from_slice(segment);
+    }
+    if segments.is_empty() || trailing_slash {
+        out.push(b'/');
+    }
+    out.extend_from_slice(query);
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,6 +206,24 @@ mod tests {
         assert_eq!(norm("/%zz"), "/%zz");
         assert_eq!(norm("/%"), "/%");
         assert_eq!(norm("/%4"), "/%4");
+    }
+
+    fn canon(s: &str) -> Option<String> {
+        canonical(s.as_bytes()).map(|c| String::from_utf8(c).unwrap())
+    }
+
+    #[test]
+    fn dot_segments_and_double_slashes_are_resolved() {
+        assert_eq!(canon("/a/b?c"), None);
+        assert_eq!(canon("/public/../private/x"), Some("/private/x".into()));
+        assert_eq!(canon("//private/x"), Some("/private/x".into()));
+        assert_eq!(canon("/a/./b/"), Some("/a/b/".into()));
+        assert_eq!(canon("/a/b/.."), Some("/a/".into()));
+        assert_eq!(canon("/../../x"), Some("/x".into()));
+        assert_eq!(canon("/a//b//"), Some("/a/b/".into()));
+        assert_eq!(canon("/.."), Some("/".into()));
+        assert_eq!(canon("/a/..?q=/../"), Some("/?q=/../".into()));
+        assert_eq!(canon("/a..b/.c"), None);
     }
 
     #[test]
