@@ -1,0 +1,115 @@
+//! Verdicts already decided, so that a path asked for again is not matched again.
+//!
+//! A verdict depends only on the groups a crawler follows and on the path, and logs repeat
+//! both: crawlers fetch the same pages again and again, and most crawlers follow the same `*`
+//! groups. On a large robots.txt a first match walks a lazy DFA through states spread over many
+//! megabytes (about a microsecond a path, in cache misses); a remembered one is a hash lookup.
+//! The memo is bounded: when full it starts over.
+
+use crate::robots::Robots;
+use std::collections::HashMap;
+
+/// How many verdicts are remembered, over all selections, before starting over.
+const MAX_ENTRIES: usize = 1 << 17;
+
+/// Paths longer than this are matched every time rather than remembered.
+const MAX_PATH_BYTES: usize = 256;
+
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// A verdict without borrows: allowed or not, and the deciding rule's index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decided {
+    /// Whether the crawler may fetch the path.
+    pub allowed: bool,
+    /// The deciding rule's index in the file's rules, if a rule decided.
+    pub rule: Option<usize>,
+}
+
+/// Remembered verdicts, per selection of groups.
+#[derive(Debug, Default)]
+pub struct Memo {
+    /// The groups a selection stands for → its number.
+    selections: HashMap<Vec<usize>, usize>,
+    /// By selection number: path → verdict.
+    verdicts: Vec<FastMap<Box<[u8]>, Decided>>,
+    entries: usize,
+}
+
+impl Memo {
+    /// The number of the selection of groups `token` follows in `robots`: crawlers that follow
+    /// the same groups share remembered verdicts.
+    pub fn selection(&mut self, robots: &Robots, token: &str) -> usize {
+        let groups = robots.groups_for(token);
+        if let Some(&number) = self.selections.get(groups) {
+            return number;
+        }
+        let number = self.verdicts.len();
+        self.selections.insert(groups.to_vec(), number);
+        self.verdicts.push(FastMap::default());
+        number
+    }
+
+    /// The verdict of [`Robots::check_request`] for `token`, whose selection is `selection`.
+    pub fn check(&mut self, robots: &Robots, selection: usize, token: &str, path: &str) -> Decided {
+        let Some(verdicts) = self.verdicts.get_mut(selection) else {
+            return decide(robots, token, path);
+        };
+        if let Some(decided) = verdicts.get(path.as_bytes()) {
+            return *decided;
+        }
+        let decided = decide(robots, token, path);
+        if path.len() <= MAX_PATH_BYTES {
+            if self.entries >= MAX_ENTRIES {
+                self.verdicts.iter_mut().for_each(HashMap::clear);
+                self.entries = 0;
+            }
+            if let Some(verdicts) = self.verdicts.get_mut(selection) {
+                verdicts.insert(path.as_bytes().into(), decided);
+                self.entries += 1;
+            }
+        }
+        decided
+    }
+}
+
+fn decide(robots: &Robots, token: &str, path: &str) -> Decided {
+    let verdict = robots.check_request(token, path);
+    Decided {
+        allowed: verdict.allowed,
+        rule: verdict.rule_index,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remembered_verdicts_are_the_robots_verdicts() {
+        let robots = Robots::parse(
+            b"User-agent: GPTBot\nDisallow: /a\n\nUser-agent: CCBot\nDisallow: /a\n\nUser-agent: *\nDisallow: /b\nAllow: /b/ok\n",
+        );
+        let mut memo = Memo::default();
+        let gpt = memo.selection(&robots, "GPTBot");
+        let cc = memo.selection(&robots, "CCBot");
+        let star = memo.selection(&robots, "");
+        let other = memo.selection(&robots, "Googlebot");
+        assert_ne!(gpt, cc, "different groups, even with the same rules");
+        assert_eq!(star, other);
+        for _ in 0..2 {
+            for (token, selection) in [("GPTBot", gpt), ("CCBot", cc), ("", star)] {
+                for path in ["/a", "/b/x", "/b/ok", "/c", "/public/../b"] {
+                    let verdict = robots.check_request(token, path);
+                    let decided = memo.check(&robots, selection, token, path);
+                    assert_eq!(
+                        (decided.allowed, decided.rule),
+                        (verdict.allowed, verdict.rule_index),
+                        "{token} {path}"
+                    );
+                }
+            }
+        }
+        assert_eq!(memo.entries, 15);
+    }
+}
