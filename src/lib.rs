@@ -18,6 +18,7 @@
 //! - [`agent`]: User-Agent header → known crawler (by product token), unnamed crawler, or person.
 //! - [`policy`]: who asks × robots.txt's verdict × configured action → what happens. Pure.
 //! - [`catalog`] (feature `cli`): the crawler catalog (`conf/bots.yaml`).
+//! - [`audit`] (feature `cli`): access logs → what each crawler did, replayed against robots.txt.
 //! - [`cli`] (feature `cli`): the command line over the library.
 //! - [`proxy`] (feature `proxy`): the pingora reverse proxy, its configuration, hot reload and
 //!   metrics.
@@ -26,6 +27,8 @@ pub mod agent;
 pub mod policy;
 pub mod robots;
 
+#[cfg(feature = "cli")]
+pub mod audit;
 #[cfg(feature = "cli")]
 pub mod catalog;
 #[cfg(feature = "cli")]

@@ -7,6 +7,8 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args = Cli::parse();
+    // Only the proxy logs; without it (`--no-default-features --features cli`) there is no logger.
+    #[cfg(feature = "proxy")]
     env_logger::Builder::from_env(
         env_logger::Env::default()
             .default_filter_or("info,pingora_core=warn,pingora_proxy=warn,pingora=warn"),
@@ -16,10 +18,15 @@ fn main() -> ExitCode {
     let outcome = match &args.command {
         Command::Check(check) => cli::run_check(check, std::io::stdin().lock(), stdout.lock()),
         Command::Lint(lint) => cli::run_lint(lint, stdout.lock()),
+        Command::Audit(audit) => cli::run_audit(audit, stdout.lock()),
         #[cfg(feature = "proxy")]
         Command::Serve(serve) => cli::run_serve(serve),
         #[cfg(feature = "proxy")]
         Command::Validate(validate) => cli::run_validate(validate, stdout.lock()),
+        #[cfg(feature = "proxy")]
+        Command::Explain(explain) => cli::run_explain(explain, stdout.lock()),
+        #[cfg(feature = "proxy")]
+        Command::Ranges(ranges) => cli::run_ranges(ranges, stdout.lock()),
     };
     match outcome {
         Ok(status) => ExitCode::from(status.code()),

@@ -42,6 +42,9 @@ pub enum VerdictLabel {
     Allowed,
     /// robots.txt asks the crawler not to fetch the path.
     Disallowed,
+    /// The robots.txt in force disallows the path, but the crawler read the previous file within
+    /// RFC 9309's cache allowance, and that file allows it: the crawler is compliant.
+    Grace,
     /// robots.txt does not apply: `/robots.txt` itself, or a person.
     Exempt,
 }
@@ -52,6 +55,7 @@ impl VerdictLabel {
         match self {
             VerdictLabel::Allowed => "allowed",
             VerdictLabel::Disallowed => "disallowed",
+            VerdictLabel::Grace => "grace",
             VerdictLabel::Exempt => "exempt",
         }
     }
@@ -69,6 +73,8 @@ pub enum Outcome {
     Tagged,
     /// Passed to the origin untouched, and recorded as a violation.
     Counted,
+    /// Answered 429: the crawler came sooner than its crawl-delay allows.
+    Throttled,
 }
 
 impl Outcome {
@@ -79,6 +85,7 @@ impl Outcome {
             Outcome::Blocked => "blocked",
             Outcome::Tagged => "tagged",
             Outcome::Counted => "counted",
+            Outcome::Throttled => "throttled",
         }
     }
 }
@@ -89,8 +96,10 @@ impl Outcome {
 pub fn decide(requester: Requester, verdict: VerdictLabel, action: Action) -> Outcome {
     match (requester, verdict, action) {
         (Requester::Person, _, _) | (_, VerdictLabel::Exempt, _) => Outcome::Forwarded,
-        (Requester::Crawler, VerdictLabel::Allowed, Action::Tag) => Outcome::Tagged,
-        (Requester::Crawler, VerdictLabel::Allowed, _) => Outcome::Forwarded,
+        (Requester::Crawler, VerdictLabel::Allowed | VerdictLabel::Grace, Action::Tag) => {
+            Outcome::Tagged
+        }
+        (Requester::Crawler, VerdictLabel::Allowed | VerdictLabel::Grace, _) => Outcome::Forwarded,
         (Requester::Crawler, VerdictLabel::Disallowed, Action::Block) => Outcome::Blocked,
         (Requester::Crawler, VerdictLabel::Disallowed, Action::Tag) => Outcome::Tagged,
         (Requester::Crawler, VerdictLabel::Disallowed, Action::Count) => Outcome::Counted,
@@ -130,6 +139,13 @@ mod tests {
             decide(Requester::Crawler, Disallowed, Count),
             Outcome::Counted
         );
+    }
+
+    #[test]
+    fn a_grace_verdict_is_treated_as_allowed() {
+        assert_eq!(decide(Requester::Crawler, Grace, Block), Outcome::Forwarded);
+        assert_eq!(decide(Requester::Crawler, Grace, Tag), Outcome::Tagged);
+        assert_eq!(decide(Requester::Crawler, Grace, Count), Outcome::Forwarded);
     }
 
     #[test]

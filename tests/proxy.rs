@@ -155,9 +155,9 @@ fn count_mode_forwards_untouched_and_per_bot_overrides_apply() {
     let (status, _, _) = get(&proxy.url("/private/x"), GOOGLEBOT, host);
     assert_eq!(status, 451);
     let metrics = proxy.metrics();
-    let counted = r#"crawlgate_requests_total{action="counted",bot="GPTBot",category="ai-training",site="counting",verdict="disallowed"}"#;
+    let counted = r#"crawlgate_requests_total{action="counted",bot="GPTBot",category="ai-training",site="counting",verdict="disallowed",verified="unverifiable"}"#;
     assert_eq!(metric_value(&metrics, counted), Some(1.0), "{metrics}");
-    let blocked = r#"crawlgate_requests_total{action="blocked",bot="Googlebot",category="search",site="counting",verdict="disallowed"}"#;
+    let blocked = r#"crawlgate_requests_total{action="blocked",bot="Googlebot",category="search",site="counting",verdict="disallowed",verified="unverifiable"}"#;
     assert_eq!(metric_value(&metrics, blocked), Some(1.0), "{metrics}");
 }
 
@@ -173,7 +173,7 @@ fn robots_txt_is_served_from_the_file_to_everyone() {
     assert!(origin.last("/robots.txt").is_none());
     let fetches = r#"crawlgate_robots_fetches_total{bot="GPTBot",site="blocking"}"#;
     assert_eq!(proxy.metric(fetches), Some(1.0));
-    let exempt = r#"crawlgate_requests_total{action="forwarded",bot="GPTBot",category="ai-training",site="blocking",verdict="exempt"}"#;
+    let exempt = r#"crawlgate_requests_total{action="forwarded",bot="GPTBot",category="ai-training",site="blocking",verdict="exempt",verified="unverifiable"}"#;
     assert_eq!(proxy.metric(exempt), Some(1.0));
 }
 

@@ -3,13 +3,23 @@
 //! Each command returns an [`ExitStatus`] or a [`CliError`]; `main` only maps them to the
 //! process's exit code, so every command is testable without spawning a process.
 
+mod audit;
 mod check;
+#[cfg(feature = "proxy")]
+mod explain;
 mod lint;
+#[cfg(feature = "proxy")]
+mod ranges;
 #[cfg(feature = "proxy")]
 mod serve;
 
+pub use audit::{run_audit, AuditArgs};
 pub use check::{run_check, CheckArgs};
+#[cfg(feature = "proxy")]
+pub use explain::{run_explain, ExplainArgs};
 pub use lint::{run_lint, LintArgs};
+#[cfg(feature = "proxy")]
+pub use ranges::{run_ranges, RangesArgs};
 #[cfg(feature = "proxy")]
 pub use serve::{run_serve, run_validate, ServeArgs, ValidateArgs};
 
@@ -33,12 +43,20 @@ pub enum Command {
     Check(CheckArgs),
     /// List the problems in a robots.txt, with line numbers, and summarise it.
     Lint(LintArgs),
+    /// Replay access logs against a robots.txt: what each crawler fetched, and what it ignored.
+    Audit(AuditArgs),
     /// Run the proxy (with no configuration and no flags: the embedded demo).
     #[cfg(feature = "proxy")]
     Serve(ServeArgs),
     /// Check a configuration (and every robots.txt it names) without serving.
     #[cfg(feature = "proxy")]
     Validate(ValidateArgs),
+    /// Show the whole decision on one request: site, client, crawler, verification, rule, action.
+    #[cfg(feature = "proxy")]
+    Explain(ExplainArgs),
+    /// Published IP range lists of crawlers: `crawlgate ranges update --config FILE`.
+    #[cfg(feature = "proxy")]
+    Ranges(RangesArgs),
 }
 
 /// How a command ended, as the process reports it.
@@ -80,6 +98,9 @@ pub enum CliError {
     /// A configuration that cannot be used (exit status 1).
     #[error("{0}")]
     Config(String),
+    /// `audit` could not read or replay its inputs (exit status 2).
+    #[error(transparent)]
+    Audit(#[from] crate::audit::AuditError),
     /// An input line of `check --jsonl` is not what it should be.
     #[error("input line {line}: {message}")]
     Input {

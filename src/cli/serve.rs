@@ -3,10 +3,11 @@
 use super::{CliError, ExitStatus};
 use crate::catalog::Catalog;
 use crate::policy::Action;
-use crate::proxy::config::{Settings, SiteFlags};
+use crate::proxy::config::{Settings, SiteFlags, UpstreamAddr};
 use crate::proxy::reload::ConfigSource;
 use crate::proxy::server::{self, DEMO_LISTEN, DEMO_METRICS};
 use crate::proxy::site::Site;
+use crate::proxy::verify::ranges::RangeSet;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -127,16 +128,39 @@ pub fn run_validate(args: &ValidateArgs, mut out: impl Write) -> Result<ExitStat
     for site in &settings.sites {
         let site = Site::new(site.clone(), &catalog).map_err(config_error)?;
         let snapshot = site.snapshot.load();
+        let upstream = match &site.settings.upstream.addr {
+            UpstreamAddr::Tcp(addr) => addr.clone(),
+            UpstreamAddr::Unix(path) => path.display().to_string(),
+        };
+        let robots = match snapshot.stand_in_reason() {
+            None => format!(
+                "robots.txt {} rules, {} problems",
+                snapshot.robots.file().rules.len(),
+                snapshot.robots.problems().len()
+            ),
+            Some(_) => "robots.txt fetched from the origin once serving".to_owned(),
+        };
         writeln!(
             out,
-            "site {}: upstream {:?}, robots.txt {} ({} rules, {} problems), action {}",
+            "site {}: upstream {upstream}, {robots}, action {}",
             site.settings.name,
-            site.settings.upstream.addr,
-            snapshot.state.as_str(),
-            snapshot.robots.file().rules.len(),
-            snapshot.robots.problems().len(),
             site.settings.action.as_str(),
         )?;
+    }
+    for (token, spec) in &settings.verification.ranges {
+        let used = std::fs::read(&spec.file)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| RangeSet::from_json(&bytes).map_err(|e| e.to_string()));
+        match used {
+            Ok(set) => writeln!(out, "ranges {token}: {} prefixes in {}", set.len(), spec.file.display())?,
+            // Not an error: `crawlgate ranges update` writes the file, and until then the crawler
+            // is unverifiable by ranges.
+            Err(e) => writeln!(
+                out,
+                "ranges {token}: warning: {} cannot be used yet ({e}); run `crawlgate ranges update`",
+                spec.file.display()
+            )?,
+        }
     }
     writeln!(out, "{}: ok", args.config.display())?;
     Ok(ExitStatus::Success)

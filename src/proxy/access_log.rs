@@ -36,14 +36,22 @@ pub struct Entry<'a> {
     pub bot: &'a str,
     /// The crawler's category.
     pub category: &'a str,
-    /// allowed, disallowed or exempt.
+    /// verified, spoofed or unverifiable.
+    pub verified: &'a str,
+    /// allowed, disallowed, grace or exempt.
     pub verdict: &'a str,
     /// The deciding robots.txt line, if a rule decided.
     pub rule_line: Option<u32>,
-    /// forwarded, blocked, tagged or counted.
+    /// forwarded, blocked, tagged, counted or throttled.
     pub action: &'a str,
     /// The status sent to the client (0 when none was).
     pub status: u16,
+    /// The crawler had not fetched robots.txt within the read window.
+    pub robots_unread: bool,
+    /// The crawler came sooner than robots.txt's crawl-delay allows.
+    pub crawl_delay_exceeded: bool,
+    /// Judged by the previous robots.txt, which it read within the grace period.
+    pub grace: bool,
 }
 
 /// The request side of the access log: cheap to clone, never blocks.

@@ -23,11 +23,14 @@ impl AdminApp {
 
     fn answer(&self, path: &str) -> (StatusCode, &'static str, Vec<u8>) {
         match path {
-            "/metrics" => (
-                StatusCode::OK,
-                "text/plain; version=0.0.4; charset=utf-8",
-                self.shared.metrics.render(),
-            ),
+            "/metrics" => {
+                self.shared.refresh_gauges();
+                (
+                    StatusCode::OK,
+                    "text/plain; version=0.0.4; charset=utf-8",
+                    self.shared.metrics.render(),
+                )
+            }
             "/healthz" => match self.shared.health() {
                 Ok(()) => (
                     StatusCode::OK,

@@ -47,6 +47,150 @@ pub struct ConfigFile {
     /// Settings passed to pingora's server.
     #[serde(default)]
     pub pingora: PingoraFile,
+    /// Proxies in front of crawlgate whose `X-Forwarded-For`/`Forwarded` headers are believed.
+    #[serde(default)]
+    pub trusted_proxies: Vec<Network>,
+    /// How crawlers' claims are checked.
+    pub verification: Option<VerificationFile>,
+    /// Crawl-delay and robots.txt-reading memory.
+    pub politeness: Option<PolitenessFile>,
+}
+
+/// A network in CIDR notation (`10.0.0.0/8`, `2001:db8::/32`) or a single address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Network(pub ipnet::IpNet);
+
+impl<'de> Deserialize<'de> for Network {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        let parsed = text
+            .parse::<ipnet::IpNet>()
+            .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from));
+        parsed.map(Network).map_err(|_| {
+            serde::de::Error::custom(format!(
+                "`{text}` is not a network: write it like 10.0.0.0/8, 192.0.2.1 or 2001:db8::/32"
+            ))
+        })
+    }
+}
+
+/// Where a crawler's published ranges are: a file, or `{file, url}` for `crawlgate ranges update`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangesSpec {
+    /// The JSON file the proxy reads (and watches).
+    pub file: PathBuf,
+    /// Where `crawlgate ranges update` fetches it (default: the catalog's `ranges_url`).
+    pub url: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RangesSpecMap {
+    file: PathBuf,
+    url: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for RangesSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RangesSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a file path, or {file: PATH, url: URL}")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<RangesSpec, E> {
+                Ok(RangesSpec {
+                    file: PathBuf::from(text),
+                    url: None,
+                })
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                map: M,
+            ) -> Result<RangesSpec, M::Error> {
+                let spec =
+                    RangesSpecMap::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(RangesSpec {
+                    file: spec.file,
+                    url: spec.url,
+                })
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// `verification:` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerificationFile {
+    /// Published IP ranges per crawler.
+    #[serde(default)]
+    pub ranges: BTreeMap<Token, RangesSpec>,
+    /// Reverse-DNS domains per crawler (forward-confirmed).
+    #[serde(default)]
+    pub reverse_dns: BTreeMap<Token, Vec<String>>,
+    /// What to do with a crawler whose claim is refuted (default block).
+    pub on_spoofed: Option<Action>,
+    /// The resolver.
+    #[serde(default)]
+    pub dns: DnsFile,
+}
+
+/// `verification.dns:` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DnsFile {
+    /// How long a request may wait for a lookup (default 50ms).
+    pub budget: Option<HumanDuration>,
+    /// How long a lookup may take in all (default 2s).
+    pub timeout: Option<HumanDuration>,
+    /// A name server `IP:PORT` instead of the system's.
+    pub server: Option<Addr>,
+    /// Answers cached (default 100000).
+    pub cache_size: Option<u64>,
+    /// How long a verified address is believed (default 1h).
+    pub positive_ttl: Option<HumanDuration>,
+    /// How long a spoofed address is remembered (default 10m).
+    pub negative_ttl: Option<HumanDuration>,
+}
+
+/// `politeness:` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolitenessFile {
+    /// Crawlers and clients remembered, per kind of state (default 100000).
+    pub max_tracked: Option<u64>,
+    /// A crawler that has not fetched robots.txt for this long is `robots_unread` (default 24h).
+    pub robots_read_window: Option<HumanDuration>,
+    /// A crawler that read the previous robots.txt this recently is judged by it (default 24h).
+    pub grace: Option<HumanDuration>,
+}
+
+/// What to do when a crawler comes sooner than its crawl-delay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CrawlDelayMode {
+    /// Answer 429 with Retry-After.
+    Enforce,
+    /// Forward with `X-Crawlgate-Crawl-Delay: exceeded`.
+    Tag,
+    /// Forward; count it.
+    Count,
+    /// Do not look.
+    Off,
+}
+
+impl CrawlDelayMode {
+    /// The value as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CrawlDelayMode::Enforce => "enforce",
+            CrawlDelayMode::Tag => "tag",
+            CrawlDelayMode::Count => "count",
+            CrawlDelayMode::Off => "off",
+        }
+    }
 }
 
 /// A `host:port` or `ip:port` listening address.
@@ -152,6 +296,8 @@ pub struct SiteFile {
     /// The tag headers.
     #[serde(default)]
     pub tag: TagFile,
+    /// What to do when a crawler comes sooner than robots.txt's crawl-delay (default count).
+    pub crawl_delay: Option<CrawlDelayMode>,
 }
 
 fn default_action() -> Action {
@@ -344,6 +490,8 @@ pub struct SiteSettings {
     pub block_status: u16,
     /// The tag header prefix.
     pub tag_prefix: String,
+    /// What to do when a crawler comes sooner than its crawl-delay.
+    pub crawl_delay: CrawlDelayMode,
 }
 
 impl SiteSettings {
@@ -388,6 +536,57 @@ pub struct Settings {
     pub sites: Vec<SiteSettings>,
     /// Pingora's settings.
     pub pingora: PingoraSettings,
+    /// Proxies whose forwarding headers are believed.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// How crawlers are verified.
+    pub verification: VerificationSettings,
+    /// Politeness memory.
+    pub politeness: PolitenessSettings,
+}
+
+/// How crawlers are verified, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerificationSettings {
+    /// Published ranges per crawler token (as written).
+    pub ranges: Vec<(String, RangesSpec)>,
+    /// Reverse-DNS domains per crawler token (as written).
+    pub reverse_dns: Vec<(String, Vec<String>)>,
+    /// What a spoofed crawler gets.
+    pub on_spoofed: Action,
+    /// The resolver.
+    pub dns: super::verify::dns::DnsSettings,
+}
+
+impl Default for VerificationSettings {
+    fn default() -> Self {
+        VerificationSettings {
+            ranges: Vec::new(),
+            reverse_dns: Vec::new(),
+            on_spoofed: Action::Block,
+            dns: super::verify::dns::DnsSettings::default(),
+        }
+    }
+}
+
+/// Politeness memory, validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PolitenessSettings {
+    /// Crawlers and clients remembered per kind of state.
+    pub max_tracked: u64,
+    /// How long a robots.txt fetch counts as "read".
+    pub robots_read_window: Duration,
+    /// How long a crawler that read the previous file is judged by it.
+    pub grace: Duration,
+}
+
+impl Default for PolitenessSettings {
+    fn default() -> Self {
+        PolitenessSettings {
+            max_tracked: 100_000,
+            robots_read_window: Duration::from_secs(24 * 3600),
+            grace: Duration::from_secs(24 * 3600),
+        }
+    }
 }
 
 const DEFAULT_REFRESH: Duration = Duration::from_secs(60);
@@ -439,6 +638,9 @@ struct Validator<'a> {
     origin: &'a str,
     text: &'a str,
     base: &'a Path,
+    /// Whether upstream host names are resolved (the proxy and `validate`), or only checked
+    /// for their form (fuzzing, tools that must not touch the network).
+    resolve: bool,
 }
 
 impl Validator<'_> {
@@ -549,7 +751,23 @@ impl Validator<'_> {
                 "pingora.threads: must be at least 1".into(),
             ));
         }
+        let verification = self.verification(file.verification.unwrap_or_default())?;
+        let politeness = file.politeness.unwrap_or_default();
+        let defaults = PolitenessSettings::default();
+        let politeness = PolitenessSettings {
+            max_tracked: politeness
+                .max_tracked
+                .unwrap_or(defaults.max_tracked)
+                .max(1),
+            robots_read_window: politeness
+                .robots_read_window
+                .map_or(defaults.robots_read_window, |d| d.0),
+            grace: politeness.grace.map_or(defaults.grace, |d| d.0),
+        };
         Ok(Settings {
+            trusted_proxies: file.trusted_proxies.iter().map(|n| n.0).collect(),
+            verification,
+            politeness,
             listen: file.listen.iter().map(|a| a.0).collect(),
             tls_listen,
             metrics_listen: file.metrics.map(|m| m.listen.0),
@@ -563,6 +781,54 @@ impl Validator<'_> {
                 upstream_keepalive_pool_size: pingora.upstream_keepalive_pool_size.unwrap_or(128),
                 listener_tasks_per_fd: pingora.listener_tasks_per_fd.unwrap_or(1).max(1),
             },
+        })
+    }
+
+    fn verification(&self, file: VerificationFile) -> Result<VerificationSettings, ConfigError> {
+        let defaults = super::verify::dns::DnsSettings::default();
+        let dns = super::verify::dns::DnsSettings {
+            budget: file.dns.budget.map_or(defaults.budget, |d| d.0),
+            lookup_timeout: file.dns.timeout.map_or(defaults.lookup_timeout, |d| d.0),
+            positive_ttl: file.dns.positive_ttl.map_or(defaults.positive_ttl, |d| d.0),
+            negative_ttl: file.dns.negative_ttl.map_or(defaults.negative_ttl, |d| d.0),
+            error_ttl: defaults.error_ttl,
+            cache_size: file.dns.cache_size.unwrap_or(defaults.cache_size).max(1),
+            server: file.dns.server.map(|a| a.0),
+        };
+        for (token, domains) in &file.reverse_dns {
+            if domains.is_empty()
+                || domains
+                    .iter()
+                    .any(|d| d.trim_matches('.').is_empty() || d.contains(['/', ' ', ':']))
+            {
+                return Err(self.error(
+                    Some((&token.0, 0)),
+                    format!("verification.reverse_dns.{}: give domain names, such as [googlebot.com, google.com]", token.0),
+                ));
+            }
+        }
+        Ok(VerificationSettings {
+            ranges: file
+                .ranges
+                .into_iter()
+                .map(|(token, spec)| {
+                    let file = self.path(&spec.file);
+                    (
+                        token.0,
+                        RangesSpec {
+                            file,
+                            url: spec.url,
+                        },
+                    )
+                })
+                .collect(),
+            reverse_dns: file
+                .reverse_dns
+                .into_iter()
+                .map(|(t, d)| (t.0, d))
+                .collect(),
+            on_spoofed: file.on_spoofed.unwrap_or(Action::Block),
+            dns,
         })
     }
 
@@ -630,6 +896,7 @@ impl Validator<'_> {
             bot_tokens: site.bots.keys().map(|t| t.0.clone()).collect(),
             block_status: site.block.status,
             tag_prefix: prefix.clone(),
+            crawl_delay: site.crawl_delay.unwrap_or(CrawlDelayMode::Count),
         })
     }
 
@@ -646,6 +913,14 @@ impl Validator<'_> {
                 ))
             }
         };
+        if !self.resolve {
+            return Ok(Upstream {
+                addr: UpstreamAddr::Tcp(site.upstream.clone()),
+                resolved: site.upstream.parse().ok(),
+                tls: site.tls,
+                sni: site.sni.clone().unwrap_or_else(|| host.to_owned()),
+            });
+        }
         let resolved = site
             .upstream
             .to_socket_addrs()
@@ -713,12 +988,36 @@ impl Settings {
     /// Parses and validates a configuration's text. `origin` names it in errors; relative paths
     /// are taken from `base`.
     pub fn from_yaml(text: &str, origin: &str, base: &Path) -> Result<Settings, ConfigError> {
+        Self::parse(text, origin, base, true)
+    }
+
+    /// Like [`Settings::from_yaml`], without resolving upstream host names (no network): an
+    /// upstream that is not an IP address is left unresolved.
+    pub fn from_yaml_offline(
+        text: &str,
+        origin: &str,
+        base: &Path,
+    ) -> Result<Settings, ConfigError> {
+        Self::parse(text, origin, base, false)
+    }
+
+    fn parse(
+        text: &str,
+        origin: &str,
+        base: &Path,
+        resolve: bool,
+    ) -> Result<Settings, ConfigError> {
         let file: ConfigFile = serde_yaml::from_str(text).map_err(|e| ConfigError {
             origin: origin.to_owned(),
             line: e.location().map(|l| l.line()),
             message: e.to_string(),
         })?;
-        let validator = Validator { origin, text, base };
+        let validator = Validator {
+            origin,
+            text,
+            base,
+            resolve,
+        };
         validator.settings(file)
     }
 
@@ -982,6 +1281,49 @@ mod tests {
             Some("127.0.0.1:9000".parse().unwrap())
         );
         assert!(Settings::from_flags(&SiteFlags::default()).is_err());
+    }
+
+    #[test]
+    fn verification_and_politeness() {
+        let text = format!(
+            "{MINIMAL}    crawl_delay: enforce\ntrusted_proxies: [10.0.0.0/8, \"192.0.2.1\"]\nverification:\n  ranges:\n    Googlebot: ranges/googlebot.json\n    Bingbot: {{file: /r/bing.json, url: \"https://www.bing.com/toolbox/bingbot.json\"}}\n  reverse_dns: {{Googlebot: [googlebot.com, google.com]}}\n  on_spoofed: tag\n  dns: {{budget: 20ms, server: \"127.0.0.1:5353\"}}\npoliteness: {{grace: 1h}}\n"
+        );
+        let settings = parse(&text).unwrap();
+        assert_eq!(settings.sites[0].crawl_delay, CrawlDelayMode::Enforce);
+        assert_eq!(settings.trusted_proxies.len(), 2);
+        let v = &settings.verification;
+        assert_eq!(v.on_spoofed, Action::Tag);
+        assert_eq!(v.dns.budget, Duration::from_millis(20));
+        assert_eq!(v.dns.server, Some("127.0.0.1:5353".parse().unwrap()));
+        let google = &v.ranges.iter().find(|(t, _)| t == "Googlebot").unwrap().1;
+        assert_eq!(
+            google.file,
+            PathBuf::from("/etc/crawlgate/ranges/googlebot.json")
+        );
+        let bing = &v.ranges.iter().find(|(t, _)| t == "Bingbot").unwrap().1;
+        assert_eq!(
+            bing.url.as_deref(),
+            Some("https://www.bing.com/toolbox/bingbot.json")
+        );
+        assert_eq!(settings.politeness.grace, Duration::from_secs(3600));
+        assert_eq!(
+            settings.politeness.robots_read_window,
+            Duration::from_secs(86400)
+        );
+        let bad = text.replace("10.0.0.0/8", "10.0.0.0/99");
+        assert!(parse(&bad)
+            .unwrap_err()
+            .message
+            .contains("is not a network"));
+        let bad = text.replace("on_spoofed: tag", "on_spoofed: ignore");
+        assert!(parse(&bad)
+            .unwrap_err()
+            .message
+            .contains("`block`, `tag`, `count`"));
+        assert_eq!(
+            parse(MINIMAL).unwrap().sites[0].crawl_delay,
+            CrawlDelayMode::Count
+        );
     }
 
     #[test]

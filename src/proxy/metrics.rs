@@ -10,11 +10,32 @@ use prometheus::{
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+/// The name of every metric crawlgate exports, for dashboards, alert rules and their tests.
+pub const METRIC_NAMES: &[&str] = &[
+    "crawlgate_requests_total",
+    "crawlgate_robots_fetches_total",
+    "crawlgate_robots_reloads_total",
+    "crawlgate_robots_rules",
+    "crawlgate_robots_problems",
+    "crawlgate_robots_last_reload_timestamp_seconds",
+    "crawlgate_robots_info",
+    "crawlgate_robots_refresh_seconds",
+    "crawlgate_upstream_errors_total",
+    "crawlgate_unknown_host_requests_total",
+    "crawlgate_access_log_dropped_total",
+    "crawlgate_config_reloads_total",
+    "crawlgate_crawl_delay_exceeded_total",
+    "crawlgate_requests_without_robots_fetch_total",
+    "crawlgate_dns_lookups_total",
+    "crawlgate_ranges_reloads_total",
+    "crawlgate_tracked_entries",
+];
+
 /// The metrics of one crawlgate process, in their own registry.
 #[derive(Debug, Clone)]
 pub struct Metrics {
     registry: Registry,
-    /// `crawlgate_requests_total{site, bot, category, verdict, action}`
+    /// `crawlgate_requests_total{site, bot, category, verdict, action, verified}`
     pub requests: IntCounterVec,
     /// `crawlgate_robots_fetches_total{site, bot}`: crawlers (and people) fetching /robots.txt.
     pub robots_fetches: IntCounterVec,
@@ -38,6 +59,18 @@ pub struct Metrics {
     pub access_log_dropped: IntCounter,
     /// `crawlgate_config_reloads_total{result}`
     pub config_reloads: IntCounterVec,
+    /// `crawlgate_robots_refresh_seconds{site}`: how often the file is expected to be reloaded.
+    pub robots_refresh: GaugeVec,
+    /// `crawlgate_crawl_delay_exceeded_total{site, bot, action}`
+    pub crawl_delay_exceeded: IntCounterVec,
+    /// `crawlgate_requests_without_robots_fetch_total{site, bot}`
+    pub requests_without_robots_fetch: IntCounterVec,
+    /// `crawlgate_dns_lookups_total{result}`: reverse-DNS verifications.
+    pub dns_lookups: IntCounterVec,
+    /// `crawlgate_ranges_reloads_total{bot, result}`: published IP range files loaded.
+    pub ranges_reloads: IntCounterVec,
+    /// `crawlgate_tracked_entries{kind}`: crawlers and clients remembered (bounded).
+    pub tracked: IntGaugeVec,
 }
 
 /// A metric that could not be registered: a programming error, reported at startup.
@@ -90,12 +123,51 @@ impl Metrics {
             "Access log lines dropped because the writer could not keep up.",
         )?;
         registry.register(Box::new(access_log_dropped.clone()))?;
+        let robots_refresh = GaugeVec::new(
+            Opts::new(
+                "crawlgate_robots_refresh_seconds",
+                "How often each site's robots.txt is re-fetched (origin) or checked (file), in seconds.",
+            ),
+            &["site"],
+        )?;
+        registry.register(Box::new(robots_refresh.clone()))?;
         Ok(Metrics {
+            robots_refresh,
+            crawl_delay_exceeded: counter(
+                r,
+                "crawlgate_crawl_delay_exceeded_total",
+                "Crawler requests that came sooner than robots.txt's crawl-delay allows, by action taken.",
+                &["site", "bot", "action"],
+            )?,
+            requests_without_robots_fetch: counter(
+                r,
+                "crawlgate_requests_without_robots_fetch_total",
+                "Crawler requests from crawlers that had not fetched robots.txt within the window.",
+                &["site", "bot"],
+            )?,
+            dns_lookups: counter(
+                r,
+                "crawlgate_dns_lookups_total",
+                "Forward-confirmed reverse DNS verifications by result (verified, spoofed, timeout, error, cached).",
+                &["result"],
+            )?,
+            tracked: gauge(
+                r,
+                "crawlgate_tracked_entries",
+                "Crawlers and clients remembered, by kind (crawl_delay, robots_fetch, dns); each is bounded.",
+                &["kind"],
+            )?,
+            ranges_reloads: counter(
+                r,
+                "crawlgate_ranges_reloads_total",
+                "Loads of published IP range files by result (ok, error).",
+                &["bot", "result"],
+            )?,
             requests: counter(
                 r,
                 "crawlgate_requests_total",
-                "Requests by site, crawler, category, robots.txt verdict and action taken.",
-                &["site", "bot", "category", "verdict", "action"],
+                "Requests by site, crawler, category, robots.txt verdict, action taken and verification.",
+                &["site", "bot", "category", "verdict", "action", "verified"],
             )?,
             robots_fetches: counter(
                 r,
@@ -179,12 +251,19 @@ mod tests {
         let metrics = Metrics::new().unwrap();
         metrics
             .requests
-            .with_label_values(&["example", "GPTBot", "ai-training", "disallowed", "blocked"])
+            .with_label_values(&[
+                "example",
+                "GPTBot",
+                "ai-training",
+                "disallowed",
+                "blocked",
+                "unverifiable",
+            ])
             .inc();
         metrics.robots_rules.with_label_values(&["example"]).set(3);
         let text = String::from_utf8(metrics.render()).unwrap();
         assert!(text.contains(
-            "crawlgate_requests_total{action=\"blocked\",bot=\"GPTBot\",category=\"ai-training\",site=\"example\",verdict=\"disallowed\"} 1"
+            "crawlgate_requests_total{action=\"blocked\",bot=\"GPTBot\",category=\"ai-training\",site=\"example\",verdict=\"disallowed\",verified=\"unverifiable\"} 1"
         ), "{text}");
         assert!(text.contains("crawlgate_robots_rules{site=\"example\"} 3"));
         metrics.set_robots_info("example", "aa", "loaded");
@@ -200,5 +279,25 @@ mod tests {
         for line in text.lines().filter(|l| l.starts_with("# TYPE")) {
             assert!(line.starts_with("# TYPE crawlgate_"), "{line}");
         }
+        // Every registered family is in METRIC_NAMES, and every name is registered.
+        let registered: Vec<String> = metrics
+            .registry
+            .gather()
+            .iter()
+            .map(|f| f.name().to_owned())
+            .collect();
+        let mut described: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# HELP "))
+            .filter_map(|l| l.split(' ').next())
+            .collect();
+        described.sort_unstable();
+        for name in &registered {
+            assert!(
+                METRIC_NAMES.contains(&name.as_str()),
+                "{name} is not in METRIC_NAMES"
+            );
+        }
+        assert!(described.iter().all(|d| METRIC_NAMES.contains(d)));
     }
 }

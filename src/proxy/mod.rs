@@ -6,12 +6,16 @@
 
 pub mod access_log;
 pub mod admin;
+pub mod client;
 pub mod config;
+pub mod decide;
 pub mod demo;
 pub mod metrics;
+pub mod politeness;
 pub mod reload;
 pub mod server;
 pub mod service;
 pub mod site;
 pub mod source;
 pub mod state;
+pub mod verify;

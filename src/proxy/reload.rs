@@ -8,7 +8,8 @@
 use super::config::{OnUnreachable, RobotsSource, Settings, SiteFlags};
 use super::site::{Site, Sites, Snapshot, SourceState};
 use super::source::{Fetched, FilePoll, FileWatch, OriginClient, FILE_POLL};
-use super::state::{load_catalog, Shared};
+use super::state::{load_catalog, load_ranges, Global, Shared};
+use super::verify::RangesEntry;
 use async_trait::async_trait;
 use bytes::Bytes;
 use pingora::server::ShutdownWatch;
@@ -126,6 +127,7 @@ impl Reloader {
                 .robots_reloads
                 .with_label_values(&[name, "unchanged"])
                 .inc();
+            self.shared.touch(name);
             return true;
         }
         let catalog = self.shared.catalog.load();
@@ -149,7 +151,7 @@ impl Reloader {
                         snapshot.sha256.get(..12).unwrap_or_default()
                     )
                 });
-                site.snapshot.store(Arc::new(snapshot));
+                site.replace(snapshot);
                 // Stand-ins are logged by the caller, which knows why.
                 if let Some(outcome) = outcome {
                     Self::note(watch, outcome, false);
@@ -290,6 +292,8 @@ impl Reloader {
         {
             log::warn!("listeners, access log and pingora settings change only on restart; the rest is applied");
         }
+        let global =
+            Global::new(&settings, &catalog, &self.shared.metrics).map_err(|e| e.to_string())?;
         let catalog_changed = *self.shared.catalog.load_full() != catalog;
         let current = self.shared.sites.load();
         let mut sites = Vec::new();
@@ -323,8 +327,10 @@ impl Reloader {
         for site in &sites {
             self.shared
                 .publish(&site.settings.name, &site.snapshot.load());
+            self.shared.publish_refresh(&site.settings);
         }
         self.shared.catalog.store(Arc::new(catalog));
+        self.shared.global.store(Arc::new(global));
         self.shared.sites.store(Arc::new(Sites::new(sites)));
         *old = settings;
         Ok(())
@@ -341,6 +347,7 @@ impl Reloader {
         };
         let mut watches = HashMap::new();
         self.watches(&mut watches);
+        let mut range_files = RangeWatches::default();
         let (results_tx, mut results) = mpsc::unbounded_channel();
         let mut tick = tokio::time::interval(FILE_POLL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -372,6 +379,7 @@ impl Reloader {
                     }
                 }
                 _ = tick.tick() => {
+                    range_files.poll(&self.shared);
                     for watch in watches.values_mut() {
                         if let RobotsSource::File(path) = &watch.site.settings.robots.source {
                             let path = path.clone();
@@ -382,6 +390,38 @@ impl Reloader {
                     }
                     self.start_fetches(&mut watches, &results_tx, false);
                 }
+            }
+        }
+    }
+}
+
+/// The published range files of the verifier in force, watched like robots.txt files.
+#[derive(Default)]
+struct RangeWatches {
+    /// The verifier they belong to (a configuration reload brings a new one).
+    global: Option<Arc<Global>>,
+    files: Vec<(Arc<RangesEntry>, FileWatch)>,
+}
+
+impl RangeWatches {
+    fn poll(&mut self, shared: &Shared) {
+        let global = shared.global.load_full();
+        if !self
+            .global
+            .as_ref()
+            .is_some_and(|g| Arc::ptr_eq(g, &global))
+        {
+            self.files = global
+                .verifier
+                .ranges()
+                .map(|entry| (entry.clone(), FileWatch::loaded(&entry.file)))
+                .collect();
+            self.global = Some(global);
+        }
+        for (entry, watch) in &mut self.files {
+            if watch.poll(&entry.file) != FilePoll::Unchanged && load_ranges(entry, &shared.metrics)
+            {
+                watch.mark_loaded(&entry.file);
             }
         }
     }

@@ -4,8 +4,9 @@
 use super::access_log::access_log;
 use super::admin::AdminApp;
 use super::config::{
-    AccessLogTarget, OnUnreachable, PingoraSettings, RobotsSettings, RobotsSource, Settings,
-    SiteSettings, Upstream, UpstreamAddr, DEFAULT_TAG_PREFIX,
+    AccessLogTarget, CrawlDelayMode, OnUnreachable, PingoraSettings, PolitenessSettings,
+    RobotsSettings, RobotsSource, Settings, SiteSettings, Upstream, UpstreamAddr,
+    VerificationSettings, DEFAULT_TAG_PREFIX,
 };
 use super::demo::{DemoApp, DEMO_ROBOTS};
 use super::metrics::Metrics;
@@ -90,7 +91,11 @@ pub fn demo_settings(socket: PathBuf) -> Settings {
             bot_tokens: Vec::new(),
             block_status: 403,
             tag_prefix: DEFAULT_TAG_PREFIX.into(),
+            crawl_delay: CrawlDelayMode::Count,
         }],
+        trusted_proxies: Vec::new(),
+        verification: VerificationSettings::default(),
+        politeness: PolitenessSettings::default(),
         pingora: PingoraSettings {
             threads: 2,
             grace_period_seconds: 5,

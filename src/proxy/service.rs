@@ -1,17 +1,17 @@
 //! The request path: pingora's `ProxyHttp`, kept thin. Each phase does one job: decide in
 //! `request_filter` (and answer there when blocking), pick the origin in `upstream_peer`, add the
-//! verdict headers in `upstream_request_filter`, count and log in `logging`.
+//! verdict headers in `upstream_request_filter`, count and log in `logging`. The decision itself
+//! is [`super::decide`], shared with `crawlgate explain`.
 
 use super::access_log::Entry;
 use super::config::DEFAULT_TAG_PREFIX;
-use super::site::{Site, Snapshot};
+use super::decide::{self, Decision, Mode, RequestFacts};
 use super::state::Shared;
-use crate::agent::Identity;
-use crate::policy::{self, Outcome, Requester, VerdictLabel};
-use crate::robots::Rule;
+use super::verify::Verified;
+use crate::policy::{Outcome, VerdictLabel};
 use async_trait::async_trait;
 use bytes::Bytes;
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, USER_AGENT};
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, RETRY_AFTER, USER_AGENT};
 use http::HeaderName;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
@@ -30,22 +30,7 @@ impl CrawlGate {
     }
 }
 
-/// What `request_filter` decided, for the later phases.
-#[derive(Debug)]
-pub struct Decision {
-    site: Arc<Site>,
-    snapshot: Arc<Snapshot>,
-    /// Metric label of the requester (`GPTBot`, `unnamed`, `person`).
-    bot: Arc<str>,
-    category: &'static str,
-    verdict: VerdictLabel,
-    /// Index of the deciding rule in the snapshot's file.
-    rule: Option<usize>,
-    outcome: Outcome,
-    crawler: bool,
-}
-
-/// Per-request context.
+/// Per-request context: the decision, for the later phases.
 #[derive(Debug, Default)]
 pub struct Ctx {
     decision: Option<Decision>,
@@ -55,7 +40,7 @@ pub struct Ctx {
 const MAX_ECHO: usize = 512;
 
 /// Request data made safe to echo: control characters replaced, length bounded.
-fn sanitize(text: &str) -> String {
+pub fn sanitize(text: &str) -> String {
     let mut out: String = text
         .chars()
         .map(|c| if c.is_control() { '?' } else { c })
@@ -65,11 +50,6 @@ fn sanitize(text: &str) -> String {
         out.push('…');
     }
     out
-}
-
-/// The text of the rule for messages and the rule header: `Disallow: /private/`.
-fn rule_text(rule: &Rule) -> String {
-    format!("{}: {}", rule.kind.directive(), sanitize(&rule.pattern))
 }
 
 /// Removes every header a client sends with crawlgate's prefixes: nobody forges a verdict.
@@ -99,12 +79,15 @@ async fn respond(
     session: &mut Session,
     status: u16,
     body: Bytes,
-    content_type: &str,
+    retry_after: Option<u64>,
 ) -> Result<()> {
-    let mut header = ResponseHeader::build(status, Some(3))?;
-    header.insert_header(CONTENT_TYPE, content_type)?;
+    let mut header = ResponseHeader::build(status, Some(4))?;
+    header.insert_header(CONTENT_TYPE, "text/plain; charset=utf-8")?;
     header.insert_header(CONTENT_LENGTH, body.len().to_string())?;
     header.insert_header("Cache-Control", "no-store")?;
+    if let Some(seconds) = retry_after {
+        header.insert_header(RETRY_AFTER, seconds.to_string())?;
+    }
     session
         .write_response_header(Box::new(header), false)
         .await?;
@@ -120,74 +103,38 @@ fn host_of(request: &RequestHeader) -> Option<&[u8]> {
         .or_else(|| request.headers.get(HOST).map(|h| h.as_bytes()))
 }
 
-impl CrawlGate {
-    /// Decides a request of `site`: who asks, what robots.txt says, what happens.
-    fn decide(&self, site: &Arc<Site>, request: &RequestHeader) -> Decision {
-        let snapshot = site.snapshot.load_full();
-        let user_agent = request
-            .headers
-            .get(USER_AGENT)
-            .map_or(&b""[..], |v| v.as_bytes());
-        let identity = snapshot.classifier.classify(user_agent);
-        let bot = snapshot.bot_label(&identity).clone();
-        let path = request.uri.path_and_query().map_or("/", |p| p.as_str());
-        let (requester, token, category) = match identity {
-            Identity::Crawler { agent, .. } => (
-                Requester::Crawler,
-                agent.token.as_str(),
-                agent.category.as_str(),
-            ),
-            // An unnamed crawler follows the `*` group: no token names it.
-            Identity::Unnamed => (Requester::Crawler, "", "unnamed"),
-            Identity::Person => (Requester::Person, "", "person"),
-        };
-        let (verdict, rule) = if requester == Requester::Person || is_robots_txt(path) {
-            (VerdictLabel::Exempt, None)
-        } else {
-            let verdict = snapshot.robots.check_request(token, path);
-            let label = if verdict.allowed {
-                VerdictLabel::Allowed
-            } else {
-                VerdictLabel::Disallowed
-            };
-            (label, verdict.rule_index)
-        };
-        let action = snapshot.action(&identity);
-        Decision {
-            site: site.clone(),
-            outcome: policy::decide(requester, verdict, action),
-            snapshot,
-            bot,
-            category,
-            verdict,
-            rule,
-            crawler: requester == Requester::Crawler,
-        }
+/// The text of a blocked request's response: which rule, or why the crawler is refused.
+pub fn block_message(decision: &Decision, path: &str) -> String {
+    let bot = &decision.bot;
+    let path = sanitize(path);
+    if decision.verification.result == Verified::Spoofed {
+        return format!(
+            "crawlgate: this request says it is {bot}, but {} is not {bot}'s ({}); {path} was not fetched\n",
+            decision.client,
+            sanitize(&decision.verification.detail)
+        );
     }
-
-    fn block_message(decision: &Decision, path: &str) -> String {
-        let rule = decision
-            .rule
-            .and_then(|i| decision.snapshot.robots.file().rules.get(i));
-        let bot = &decision.bot;
-        let path = sanitize(path);
-        match (decision.snapshot.stand_in_reason(), rule) {
-            (Some(reason), _) => {
-                format!("{reason}: everything is disallowed for {bot}; {path} was not fetched\n")
-            }
-            (None, Some(rule)) => format!(
-                "robots.txt line {} ({}) disallows {path} for {bot}\n",
-                rule.line,
-                rule_text(rule)
-            ),
-            (None, None) => format!("robots.txt disallows {path} for {bot}\n"),
+    match (decision.snapshot.stand_in_reason(), decision.rule()) {
+        (Some(reason), _) => {
+            format!("{reason}: everything is disallowed for {bot}; {path} was not fetched\n")
         }
+        (None, Some(rule)) => format!(
+            "robots.txt line {} ({}: {}) disallows {path} for {bot}\n",
+            rule.line,
+            rule.kind.directive(),
+            sanitize(&rule.pattern)
+        ),
+        (None, None) => format!("robots.txt disallows {path} for {bot}\n"),
     }
 }
 
-/// Whether a request path is the robots.txt file itself (whatever its query).
-fn is_robots_txt(path_and_query: &str) -> bool {
-    path_and_query.split('?').next() == Some("/robots.txt")
+/// The text of a throttled request's response.
+fn throttle_message(decision: &Decision) -> String {
+    let delay = decision.crawl_delay.as_ref().map_or(0.0, |d| d.seconds);
+    format!(
+        "robots.txt asks {} to wait {delay} s between requests (crawl-delay); come back later\n",
+        decision.bot
+    )
 }
 
 #[async_trait]
@@ -199,8 +146,13 @@ impl ProxyHttp for CrawlGate {
     }
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
-        let sites = self.shared.sites.load();
-        let Some(site) = sites.route(host_of(session.req_header())).cloned() else {
+        let prefix = {
+            let sites = self.shared.sites.load();
+            sites
+                .route(host_of(session.req_header()))
+                .map(|site| site.settings.tag_prefix.clone())
+        };
+        let Some(prefix) = prefix else {
             self.shared.metrics.unknown_host.inc();
             let host = host_of(session.req_header())
                 .map(String::from_utf8_lossy)
@@ -209,37 +161,72 @@ impl ProxyHttp for CrawlGate {
                 "crawlgate: no site is configured for host `{}`\n",
                 sanitize(&host)
             );
-            respond(session, 421, Bytes::from(body), "text/plain; charset=utf-8").await?;
+            respond(session, 421, Bytes::from(body), None).await?;
             return Ok(true);
         };
-        drop(sites);
-        strip_forged_headers(session.req_header_mut(), &site.settings.tag_prefix);
-        let decision = self.decide(&site, session.req_header());
-        let path = session
-            .req_header()
+        strip_forged_headers(session.req_header_mut(), &prefix);
+        let peer = session
+            .client_addr()
+            .and_then(|a| a.as_inet())
+            .map(|a| a.ip());
+        let request = session.req_header();
+        let forwarded_for: Vec<&[u8]> = request
+            .headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .map(|v| v.as_bytes())
+            .collect();
+        let forwarded: Vec<&[u8]> = request
+            .headers
+            .get_all("forwarded")
+            .iter()
+            .map(|v| v.as_bytes())
+            .collect();
+        let path = request
             .uri
             .path_and_query()
             .map_or("/", |p| p.as_str())
             .to_owned();
-        let served_here = is_robots_txt(&path) && decision.snapshot.serve_locally;
-        let outcome = decision.outcome;
-        let blocked_body =
-            (outcome == Outcome::Blocked).then(|| Self::block_message(&decision, &path));
-        let robots_body = served_here.then(|| decision.snapshot.bytes.clone());
-        let status = decision.site.settings.block_status;
+        let facts = RequestFacts {
+            host: host_of(request),
+            path: &path,
+            user_agent: request
+                .headers
+                .get(USER_AGENT)
+                .map_or(&b""[..], |v| v.as_bytes()),
+            peer,
+            forwarded_for: &forwarded_for,
+            forwarded: &forwarded,
+        };
+        let Some(decision) = decide::decide(&self.shared, &facts, Mode::LIVE).await else {
+            // The site went away between the two loads (a configuration reload): let pingora
+            // answer as for any failure.
+            return Error::e_explain(
+                HTTPStatus(503),
+                "the site was reconfigured during the request",
+            );
+        };
+        let answer = if decision.robots_txt && decision.snapshot.serve_locally {
+            Some((200, decision.snapshot.bytes.clone(), None))
+        } else {
+            match decision.outcome {
+                Outcome::Blocked => {
+                    let body = block_message(&decision, &path);
+                    Some((decision.site.settings.block_status, Bytes::from(body), None))
+                }
+                Outcome::Throttled => {
+                    let retry = decision
+                        .crawl_delay
+                        .as_ref()
+                        .and_then(|d| d.retry_after_seconds);
+                    Some((429, Bytes::from(throttle_message(&decision)), retry))
+                }
+                _ => None,
+            }
+        };
         ctx.decision = Some(decision);
-        if let Some(body) = robots_body {
-            respond(session, 200, body, "text/plain; charset=utf-8").await?;
-            return Ok(true);
-        }
-        if let Some(body) = blocked_body {
-            respond(
-                session,
-                status,
-                Bytes::from(body),
-                "text/plain; charset=utf-8",
-            )
-            .await?;
+        if let Some((status, body, retry_after)) = answer {
+            respond(session, status, body, retry_after).await?;
             return Ok(true);
         }
         Ok(false)
@@ -267,10 +254,11 @@ impl ProxyHttp for CrawlGate {
         let prefix = &decision.site.settings.tag_prefix;
         upstream.insert_header(format!("{prefix}Bot"), decision.bot.as_ref())?;
         upstream.insert_header(format!("{prefix}Verdict"), decision.verdict.as_str())?;
-        let rule = decision
-            .rule
-            .and_then(|i| decision.snapshot.robots.file().rules.get(i));
-        if let Some(rule) = rule {
+        upstream.insert_header(
+            format!("{prefix}Verified"),
+            decision.verification.result.as_str(),
+        )?;
+        if let Some(rule) = decision.rule() {
             let value = format!(
                 "{} {} line {}",
                 rule.kind.directive().to_ascii_lowercase(),
@@ -278,6 +266,12 @@ impl ProxyHttp for CrawlGate {
                 rule.line
             );
             upstream.insert_header(format!("{prefix}Rule"), value)?;
+        }
+        if decision.crawl_delay.as_ref().is_some_and(|d| d.exceeded) {
+            upstream.insert_header(format!("{prefix}Crawl-Delay"), "exceeded")?;
+        }
+        if decision.robots_unread {
+            upstream.insert_header(format!("{prefix}Robots-Unread"), "1")?;
         }
         Ok(())
     }
@@ -288,8 +282,6 @@ impl ProxyHttp for CrawlGate {
         };
         let site = decision.site.settings.name.as_str();
         let metrics = &self.shared.metrics;
-        let request = session.req_header();
-        let path = request.uri.path_and_query().map_or("/", |p| p.as_str());
         metrics
             .requests
             .with_label_values(&[
@@ -298,12 +290,25 @@ impl ProxyHttp for CrawlGate {
                 decision.category,
                 decision.verdict.as_str(),
                 decision.outcome.as_str(),
+                decision.verification.result.as_str(),
             ])
             .inc();
-        if is_robots_txt(path) {
+        if decision.robots_txt {
             metrics
                 .robots_fetches
                 .with_label_values(&[site, &decision.bot])
+                .inc();
+        }
+        if decision.crawler && !decision.robots_txt && decision.robots_unread {
+            metrics
+                .requests_without_robots_fetch
+                .with_label_values(&[site, &decision.bot])
+                .inc();
+        }
+        if let Some(delay) = decision.crawl_delay.as_ref().filter(|d| d.exceeded) {
+            metrics
+                .crawl_delay_exceeded
+                .with_label_values(&[site, &decision.bot, delay.mode])
                 .inc();
         }
         if let Some(error) = error {
@@ -325,28 +330,30 @@ impl ProxyHttp for CrawlGate {
         if !decision.crawler {
             return;
         }
-        let rule_line = decision
-            .rule
-            .and_then(|i| decision.snapshot.robots.file().rules.get(i))
-            .map(|rule| rule.line);
-        let client = session
-            .client_addr()
-            .and_then(|a| a.as_inet())
-            .map(|a| a.ip().to_string())
-            .unwrap_or_default();
-        let path: String = path.chars().take(2048).collect();
+        let request = session.req_header();
+        let path: String = request
+            .uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .chars()
+            .take(2048)
+            .collect();
         let entry = Entry {
             time: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
             site,
-            client,
+            client: decision.client.to_string(),
             method: request.method.as_str(),
             path: &path,
             bot: &decision.bot,
             category: decision.category,
+            verified: decision.verification.result.as_str(),
             verdict: decision.verdict.as_str(),
-            rule_line,
+            rule_line: decision.rule().map(|rule| rule.line),
             action: decision.outcome.as_str(),
             status: session.response_written().map_or(0, |r| r.status.as_u16()),
+            robots_unread: decision.robots_unread && !decision.robots_txt,
+            crawl_delay_exceeded: decision.crawl_delay.as_ref().is_some_and(|d| d.exceeded),
+            grace: decision.verdict == VerdictLabel::Grace,
         };
         if !log.record(&entry) {
             metrics.access_log_dropped.inc();
@@ -383,9 +390,9 @@ mod tests {
 
     #[test]
     fn robots_txt_is_recognised_with_a_query() {
-        assert!(is_robots_txt("/robots.txt"));
-        assert!(is_robots_txt("/robots.txt?x=1"));
-        assert!(!is_robots_txt("/robots.txt/x"));
-        assert!(!is_robots_txt("/a/robots.txt"));
+        assert!(decide::is_robots_txt("/robots.txt"));
+        assert!(decide::is_robots_txt("/robots.txt?x=1"));
+        assert!(!decide::is_robots_txt("/robots.txt/x"));
+        assert!(!decide::is_robots_txt("/a/robots.txt"));
     }
 }

@@ -9,7 +9,7 @@ use crate::agent::{Classifier, ClassifierError, Identity, KnownAgent};
 use crate::catalog::Catalog;
 use crate::policy::Action;
 use crate::robots::{Options, Robots};
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, ArcSwapOption};
 use bytes::Bytes;
 use pingora::upstreams::peer::HttpPeer;
 use sha2::{Digest, Sha256};
@@ -194,6 +194,8 @@ pub struct Site {
     pub settings: SiteSettings,
     /// The snapshot in force.
     pub snapshot: ArcSwap<Snapshot>,
+    /// The snapshot it replaced, for crawlers that read that file within the grace period.
+    pub previous: ArcSwapOption<Snapshot>,
     /// Where requests go.
     pub peer: HttpPeer,
 }
@@ -233,6 +235,13 @@ pub enum SiteError {
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Site {
+    /// Puts a new snapshot in force; the one it replaces becomes `previous`. Stand-ins count:
+    /// a crawler that got a 404 was told "no restrictions", one that got a 5xx "disallow all".
+    pub fn replace(&self, snapshot: Snapshot) {
+        let old = self.snapshot.swap(Arc::new(snapshot));
+        self.previous.store(Some(old));
+    }
+
     /// Sets a site up: its peer, and its first snapshot (a file or inline text is read now; an
     /// origin's file is fetched by the reload service, and is `Pending` until then).
     pub fn new(settings: SiteSettings, catalog: &Catalog) -> Result<Site, SiteError> {
@@ -278,6 +287,7 @@ impl Site {
         Ok(Site {
             settings,
             snapshot: ArcSwap::from_pointee(snapshot),
+            previous: ArcSwapOption::empty(),
             peer,
         })
     }

@@ -2,13 +2,113 @@
 //! catalog, the metrics and the access log.
 
 use super::access_log::AccessLog;
-use super::config::Settings;
+use super::client::TrustedProxies;
+use super::config::{PolitenessSettings, Settings};
 use super::metrics::Metrics;
+use super::politeness::Politeness;
 use super::site::{Site, SiteError, Sites, Snapshot, SourceState};
+use super::verify::dns::{DnsError, DnsVerifier};
+use super::verify::ranges::RangeSet;
+use super::verify::{RangesEntry, Verifier};
 use crate::catalog::{Catalog, CatalogError};
-use arc_swap::ArcSwap;
+use crate::policy::Action;
+use arc_swap::{ArcSwap, ArcSwapOption};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
+
+/// The process-wide settings that a configuration reload replaces whole.
+#[derive(Debug)]
+pub struct Global {
+    /// Whose forwarding headers are believed.
+    pub trusted: TrustedProxies,
+    /// How crawlers are verified.
+    pub verifier: Verifier,
+    /// What a spoofed crawler gets.
+    pub on_spoofed: Action,
+}
+
+impl Global {
+    /// Builds the global settings; range files are read now (a missing one is logged and left
+    /// unread: its crawler is unverifiable by ranges until the file appears).
+    pub fn new(
+        settings: &Settings,
+        catalog: &Catalog,
+        metrics: &Metrics,
+    ) -> Result<Global, DnsError> {
+        let verification = &settings.verification;
+        let ranges = verification
+            .ranges
+            .iter()
+            .map(|(token, spec)| {
+                let url = spec.url.clone().or_else(|| {
+                    catalog
+                        .get(token)
+                        .and_then(|entry| entry.verify.as_ref())
+                        .and_then(|verify| verify.ranges_url.clone())
+                });
+                let entry = RangesEntry {
+                    token: token.clone(),
+                    file: spec.file.clone(),
+                    url,
+                    set: ArcSwapOption::empty(),
+                };
+                load_ranges(&entry, metrics);
+                entry
+            })
+            .collect();
+        let reverse_dns: HashMap<String, Vec<String>> =
+            verification.reverse_dns.iter().cloned().collect();
+        let dns = if reverse_dns.is_empty() {
+            None
+        } else {
+            Some(DnsVerifier::new(
+                verification.dns.clone(),
+                metrics.dns_lookups.clone(),
+            )?)
+        };
+        Ok(Global {
+            trusted: TrustedProxies::new(settings.trusted_proxies.clone()),
+            verifier: Verifier::new(ranges, reverse_dns, dns),
+            on_spoofed: verification.on_spoofed,
+        })
+    }
+}
+
+/// Reads a crawler's range file into its entry; a file that cannot be used keeps the set in force.
+pub fn load_ranges(entry: &RangesEntry, metrics: &Metrics) -> bool {
+    let outcome = std::fs::read(&entry.file)
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| RangeSet::from_json(&bytes).map_err(|e| e.to_string()));
+    match outcome {
+        Ok(set) => {
+            log::info!(
+                "{} ranges: {} prefixes from {}",
+                entry.token,
+                set.len(),
+                entry.file.display()
+            );
+            entry.set.store(Some(Arc::new(set)));
+            metrics
+                .ranges_reloads
+                .with_label_values(&[&entry.token, "ok"])
+                .inc();
+            true
+        }
+        Err(e) => {
+            log::warn!(
+                "{} ranges: cannot use {}: {e}",
+                entry.token,
+                entry.file.display()
+            );
+            metrics
+                .ranges_reloads
+                .with_label_values(&[&entry.token, "error"])
+                .inc();
+            false
+        }
+    }
+}
 
 /// What every service of one crawlgate process shares.
 #[derive(Debug)]
@@ -21,6 +121,12 @@ pub struct Shared {
     pub metrics: Metrics,
     /// The access log, when configured.
     pub access_log: Option<AccessLog>,
+    /// Trusted proxies and verification, replaced whole on a configuration reload.
+    pub global: ArcSwap<Global>,
+    /// Crawl-delay and robots.txt-fetch memory; survives every reload.
+    pub politeness: Politeness,
+    /// How long fetches count and grace lasts (set at startup).
+    pub politeness_settings: PolitenessSettings,
 }
 
 /// Startup failed.
@@ -32,6 +138,9 @@ pub enum StateError {
     /// A site cannot be set up.
     #[error(transparent)]
     Site(#[from] SiteError),
+    /// The DNS resolver cannot be set up.
+    #[error(transparent)]
+    Dns(#[from] DnsError),
 }
 
 /// Reads the catalog the settings name, or the embedded one.
@@ -55,14 +164,21 @@ impl Shared {
             let site = Site::new(site.clone(), &catalog)?;
             sites.push(Arc::new(site));
         }
+        let global = Global::new(settings, &catalog, &metrics)?;
+        let politeness = &settings.politeness;
+        let remember = politeness.robots_read_window.max(politeness.grace);
         let shared = Shared {
             sites: ArcSwap::from_pointee(Sites::new(sites)),
             catalog: ArcSwap::from_pointee(catalog),
             metrics,
             access_log,
+            global: ArcSwap::from_pointee(global),
+            politeness: Politeness::new(politeness.max_tracked, remember),
+            politeness_settings: *politeness,
         };
         for site in &shared.sites.load().all {
             shared.publish(&site.settings.name, &site.snapshot.load());
+            shared.publish_refresh(&site.settings);
         }
         Ok(shared)
     }
@@ -80,6 +196,45 @@ impl Shared {
             .map_or(0.0, |d| d.as_secs_f64());
         m.robots_last_reload.with_label_values(&[site]).set(loaded);
         m.set_robots_info(site, &snapshot.sha256, snapshot.state.as_str());
+    }
+
+    /// Records that a site's robots.txt was (re)loaded now, changed or not: what the
+    /// "not reloaded for longer than its refresh" alert watches.
+    pub fn touch(&self, site: &str) {
+        let now = std::time::SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        self.metrics
+            .robots_last_reload
+            .with_label_values(&[site])
+            .set(now);
+    }
+
+    /// Sets the expected reload period of an origin's robots.txt (files reload on change only).
+    pub fn publish_refresh(&self, site: &super::config::SiteSettings) {
+        if site.robots.source == super::config::RobotsSource::Origin {
+            self.metrics
+                .robots_refresh
+                .with_label_values(&[&site.name])
+                .set(site.robots.refresh.as_secs_f64());
+        }
+    }
+
+    /// Updates the gauges of remembered state, before metrics are rendered.
+    pub fn refresh_gauges(&self) {
+        let (delays, fetches) = self.politeness.entries();
+        let tracked = &self.metrics.tracked;
+        tracked
+            .with_label_values(&["crawl_delay"])
+            .set(i64::try_from(delays).unwrap_or(i64::MAX));
+        tracked
+            .with_label_values(&["robots_fetch"])
+            .set(i64::try_from(fetches).unwrap_or(i64::MAX));
+        if let Some(dns) = self.global.load().verifier.dns() {
+            tracked
+                .with_label_values(&["dns"])
+                .set(i64::try_from(dns.cached()).unwrap_or(i64::MAX));
+        }
     }
 
     /// `Ok` when every site enforces a robots.txt it actually has; else why not, per site.

@@ -68,6 +68,8 @@ pub struct RobotsAnswer {
 struct OriginState {
     seen: Vec<Seen>,
     robots: RobotsAnswer,
+    /// Other paths with a fixed answer (status, body).
+    routes: HashMap<String, (u16, String)>,
 }
 
 /// A real HTTP origin on loopback: answers `/robots.txt` as told, every other path with
@@ -92,6 +94,7 @@ impl Origin {
                 body: "User-agent: *\nDisallow: /private/\n".into(),
                 delay: Duration::ZERO,
             },
+            routes: HashMap::new(),
         }));
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -131,6 +134,15 @@ impl Origin {
         };
     }
 
+    /// Answers `path` with `status` and `body` from now on.
+    pub fn set_route(&self, path: &str, status: u16, body: &str) {
+        self.state
+            .lock()
+            .unwrap()
+            .routes
+            .insert(path.into(), (status, body.into()));
+    }
+
     /// What the origin received so far.
     pub fn seen(&self) -> Vec<Seen> {
         self.state.lock().unwrap().seen.clone()
@@ -160,14 +172,20 @@ async fn answer(
             )
         })
         .collect();
-    let robots = {
+    let (robots, route) = {
         let mut state = state.lock().unwrap();
         state.seen.push(Seen {
             path: path.clone(),
             headers,
         });
-        state.robots.clone()
+        (state.robots.clone(), state.routes.get(&path).cloned())
     };
+    if let Some((status, body)) = route {
+        return Response::builder()
+            .status(status)
+            .body(Full::new(Bytes::from(body)))
+            .unwrap();
+    }
     if path == "/robots.txt" {
         tokio::time::sleep(robots.delay).await;
         return Response::builder()

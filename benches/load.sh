@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# Load benchmark: crawlgate against the tools people use today, on one machine.
+#
+# Starts an origin (nginx serving static files), then, in front of it and with the same worker
+# count: nginx as a reverse proxy with a User-Agent `map` that blocks AI crawlers, a bare pingora
+# proxy (benches/load/bare_proxy.rs: the engine's floor), and crawlgate enforcing a real
+# robots.txt (a small one, and a 500 KiB one). wrk drives each in alternating rounds with the
+# same mix of people, allowed crawlers and blocked crawlers; the script prints requests/s,
+# p50/p99 latency and the proxy process's CPU time per request (from /proc), and the ratios,
+# paired per round.
+#
+#   benches/load.sh                     # 3 rounds of 10 s, 1 worker, 64 connections
+#   ROUNDS=5 DURATION=20 WORKERS=2 CONNECTIONS=128 benches/load.sh
+#
+# Needs nginx and wrk (Debian: apt-get install nginx-light wrk). Everything listens on loopback.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-10}
+WORKERS=${WORKERS:-1}
+CONNECTIONS=${CONNECTIONS:-64}
+WRK_THREADS=${WRK_THREADS:-1}
+# mixed: 70% people, 20% allowed crawlers, 10% blocked crawlers; forward: no blocked crawler
+# (every request reaches the origin through every proxy: the cost of deciding, alone).
+MIXES=${MIXES:-mixed forward}
+CORPUS=${CRAWLGATE_CORPUS:-../shared/corpus/real}
+LARGE_SOURCE="$CORPUS/vladimir-buzuev-org__robots-top-1m__gobankingrates.com__robots.txt"
+
+for tool in nginx wrk python3; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "load.sh: needs $tool (apt-get install nginx-light wrk python3)" >&2; exit 1; }
+done
+
+echo "load.sh: building crawlgate and the bare pingora proxy (release)" >&2
+cargo build --release --quiet --bin crawlgate --example bare_proxy
+
+work=$(mktemp -d /tmp/crawlgate-load.XXXXXX)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for conf in "$work"/nginx-*.conf; do
+    [ -f "$conf" ] && nginx -c "$conf" -p "$work" -s quit 2>/dev/null || true
+  done
+  sleep 0.5
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+ORIGIN=$(free_port); NGINX=$(free_port); BARE=$(free_port); SMALL=$(free_port); LARGE=$(free_port); METRICS1=$(free_port); METRICS2=$(free_port)
+
+# --- the site: small static pages
+mkdir -p "$work/www/blog" "$work/www/private" "$work/logs"
+page='<!doctype html><html><head><title>page</title></head><body><p>A small static page served by the origin.</p></body></html>'
+echo "$page" > "$work/www/index.html"
+for i in $(seq 1 50); do echo "$page" > "$work/www/blog/post-$i.html"; done
+echo "$page" > "$work/www/private/report.html"
+
+# --- robots.txt: AI crawlers may fetch nothing; /private/ is off limits to every crawler.
+cat > "$work/robots-small.txt" <<'EOF'
+User-agent: GPTBot
+User-agent: CCBot
+User-agent: ClaudeBot
+User-agent: Bytespider
+Disallow: /
+
+User-agent: *
+Disallow: /private/
+EOF
+# The same rules plus 500 KiB of a real site's rules in the `*` group, so that every request
+# gets the same verdict from both files and only the file's size differs.
+{
+  cat "$work/robots-small.txt"
+  if [ -f "$LARGE_SOURCE" ]; then
+    head -c 500000 "$LARGE_SOURCE" | sed -n '/^[Dd]isallow:\|^[Aa]llow:/p' | grep -v -i ' /$' | grep -v '^Disallow: *$' | grep -v -i 'blog'
+  else
+    for i in $(seq 1 9000); do echo "Disallow: /section-$((i % 97))/item-$i/"; done
+  fi
+} > "$work/robots-large.txt"
+cp "$work/robots-small.txt" "$work/www/robots.txt"
+
+# --- nginx: the origin, and the reverse proxy with a User-Agent map (what people use today)
+cat > "$work/nginx-origin.conf" <<EOF
+worker_processes 1;
+pid $work/nginx-origin.pid;
+error_log $work/logs/origin-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 100000;
+  server {
+    listen 127.0.0.1:$ORIGIN;
+    root $work/www;
+    location / { try_files \$uri \$uri.html /index.html; }
+  }
+}
+EOF
+cat > "$work/nginx-proxy.conf" <<EOF
+worker_processes $WORKERS;
+pid $work/nginx-proxy.pid;
+error_log $work/logs/proxy-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 100000;
+  map \$http_user_agent \$ai_crawler {
+    default 0;
+    ~*(GPTBot|ChatGPT-User|OAI-SearchBot|CCBot|ClaudeBot|Claude-Web|anthropic-ai|Bytespider|PerplexityBot|Google-Extended|Amazonbot|Applebot-Extended|meta-externalagent|cohere-ai|Diffbot|YouBot|omgili|ImagesiftBot|Timpibot) 1;
+  }
+  upstream origin { server 127.0.0.1:$ORIGIN; keepalive 64; }
+  server {
+    listen 127.0.0.1:$NGINX;
+    if (\$ai_crawler) { return 403; }
+    location / {
+      proxy_pass http://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}
+EOF
+nginx -c "$work/nginx-origin.conf" -p "$work"
+nginx -c "$work/nginx-proxy.conf" -p "$work"
+
+# --- the bare pingora proxy and crawlgate, with the same worker count
+target/release/examples/bare_proxy "127.0.0.1:$BARE" "127.0.0.1:$ORIGIN" "$WORKERS" 2>"$work/logs/bare.log" &
+pids+=($!); BARE_PID=$!
+crawlgate_config() { # listen metrics robots
+  cat <<EOF
+listen: ["127.0.0.1:$1"]
+metrics: {listen: "127.0.0.1:$2"}
+pingora: {threads: $WORKERS}
+sites:
+  - name: bench
+    upstream: "127.0.0.1:$ORIGIN"
+    robots: {file: $3}
+    action: block
+EOF
+}
+crawlgate_config "$SMALL" "$METRICS1" "$work/robots-small.txt" > "$work/crawlgate-small.yaml"
+crawlgate_config "$LARGE" "$METRICS2" "$work/robots-large.txt" > "$work/crawlgate-large.yaml"
+RUST_LOG=warn target/release/crawlgate serve --config "$work/crawlgate-small.yaml" 2>"$work/logs/small.log" &
+pids+=($!); SMALL_PID=$!
+RUST_LOG=warn target/release/crawlgate serve --config "$work/crawlgate-large.yaml" 2>"$work/logs/large.log" &
+pids+=($!); LARGE_PID=$!
+
+wait_port() { for _ in $(seq 1 100); do (echo > "/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
+for port in $ORIGIN $NGINX $BARE $SMALL $LARGE; do wait_port "$port"; done
+
+# --- the request mixes
+cat > "$work/mixed.lua" <<'EOF'
+local people = {
+  "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0",
+  "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15",
+  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36",
+}
+local allowed = {
+  "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+  "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)",
+}
+local blocked = {
+  "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)",
+  "CCBot/2.0 (https://commoncrawl.org/faq/)",
+}
+local n = 0
+request = function()
+  n = n + 1
+  local slot = n % 10
+  local ua
+  if slot < 7 then ua = people[n % #people + 1]
+  elseif slot < 9 then ua = allowed[n % #allowed + 1]
+  else ua = blocked[n % #blocked + 1] end
+  local path = "/blog/post-" .. (n % 50 + 1) .. ".html"
+  return wrk.format("GET", path, { ["User-Agent"] = ua })
+end
+EOF
+sed 's/if slot < 7 then/if slot < 8 then/; s/elseif slot < 9 then/elseif slot < 10 then/' "$work/mixed.lua" > "$work/forward.lua"
+
+cpu_ticks() { # total utime+stime of a process and its children processes (nginx workers)
+  local total=0
+  for pid in "$@" $(for p in "$@"; do pgrep -P "$p" || true; done); do
+    [ -r "/proc/$pid/stat" ] || continue
+    local fields; fields=$(sed 's/^.*) //' "/proc/$pid/stat")
+    set -- $fields
+    total=$((total + ${12} + ${13}))
+  done
+  echo "$total"
+}
+
+NGINX_PID=$(cat "$work/nginx-proxy.pid")
+results="$work/results.tsv"
+: > "$results"
+run() { # round mix name port pid
+  local before after out
+  wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d2s -s "$work/$2.lua" "http://127.0.0.1:$4" >/dev/null 2>&1 || true
+  before=$(cpu_ticks "$5")
+  out=$(wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$work/$2.lua" "http://127.0.0.1:$4")
+  after=$(cpu_ticks "$5")
+  printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$((after - before))" "$(echo "$out" | tr '\n' '|')" >> "$results"
+  echo "round $1, $2 mix: $3 done" >&2
+}
+for round in $(seq 1 "$ROUNDS"); do
+  for mix in $MIXES; do
+    run "$round" "$mix" nginx "$NGINX" "$NGINX_PID"
+    run "$round" "$mix" bare-pingora "$BARE" "$BARE_PID"
+    run "$round" "$mix" crawlgate "$SMALL" "$SMALL_PID"
+    run "$round" "$mix" crawlgate-500KiB "$LARGE" "$LARGE_PID"
+  done
+done
+
+# Every blocked crawler request got a 403 from crawlgate, and nothing else failed.
+curl -s "http://127.0.0.1:$METRICS1/metrics" | grep '^crawlgate_requests_total' > "$work/metrics-small.txt" || true
+
+python3 - "$results" "$(getconf CLK_TCK)" "$work/metrics-small.txt" <<'EOF'
+import re, sys
+rows = []
+ticks_per_s = int(sys.argv[2])
+def ms(text):
+    value, unit = re.match(r"([\d.]+)(us|ms|s)", text).groups()
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+for line in open(sys.argv[1]):
+    rnd, mix, name, ticks, out = line.rstrip("\n").split("\t", 4)
+    out = out.replace("|", "\n")
+    total = int(re.search(r"(\d+) requests in", out).group(1))
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    p50 = ms(re.search(r"50%\s+(\S+)", out).group(1))
+    p99 = ms(re.search(r"99%\s+(\S+)", out).group(1))
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    non2xx = int(errors.group(1)) if errors else 0
+    cpu_us = int(ticks) / ticks_per_s / total * 1e6
+    rows.append(dict(round=int(rnd), mix=mix, name=name, rps=rps, p50=p50, p99=p99, cpu=cpu_us, non2xx=non2xx / total))
+print(f"{'round':>5} {'mix':<8} {'proxy':<16} {'req/s':>9} {'p50 ms':>7} {'p99 ms':>7} {'CPU µs/req':>10} {'non-2xx':>7}")
+for r in rows:
+    print(f"{r['round']:>5} {r['mix']:<8} {r['name']:<16} {r['rps']:>9.0f} {r['p50']:>7.2f} {r['p99']:>7.2f} {r['cpu']:>10.1f} {r['non2xx']:>7.1%}")
+print()
+print("CPU per request, ratios paired per round:")
+print(f"{'round':>5} {'mix':<8} {'crawlgate/bare':>15} {'500KiB/bare':>12} {'crawlgate/nginx':>16} {'bare/nginx':>11}")
+by = {}
+for r in rows:
+    by.setdefault((r["mix"], r["round"]), {})[r["name"]] = r
+ratios = {}
+for (mix, rnd), g in sorted(by.items()):
+    cb = g["crawlgate"]["cpu"] / g["bare-pingora"]["cpu"]
+    lb = g["crawlgate-500KiB"]["cpu"] / g["bare-pingora"]["cpu"]
+    cn = g["crawlgate"]["cpu"] / g["nginx"]["cpu"]
+    bn = g["bare-pingora"]["cpu"] / g["nginx"]["cpu"]
+    ratios.setdefault(mix, []).append((cb, lb, cn, bn))
+    print(f"{rnd:>5} {mix:<8} {cb:>15.2f} {lb:>12.2f} {cn:>16.2f} {bn:>11.2f}")
+med = lambda xs: sorted(xs)[len(xs) // 2]
+for mix, values in ratios.items():
+    cols = list(zip(*values))
+    print(f"{'median':>5} {mix:<8} {med(cols[0]):>15.2f} {med(cols[1]):>12.2f} {med(cols[2]):>16.2f} {med(cols[3]):>11.2f}")
+print()
+print("crawlgate's own count of the small-file run (blocked crawlers answered 403 by crawlgate):")
+print(open(sys.argv[3]).read().strip() or "(no metrics)")
+EOF

@@ -1,0 +1,50 @@
+//! The engine's floor: a pingora reverse proxy that forwards every request to one origin and
+//! does nothing else. `benches/load.sh` measures crawlgate against it (and against nginx), with
+//! the same pingora settings, to put a number on what enforcement costs.
+//!
+//! `cargo run --release --example bare_proxy -- LISTEN UPSTREAM THREADS`
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use async_trait::async_trait;
+use pingora::prelude::*;
+use pingora::proxy::{ProxyHttp, Session};
+use pingora::server::configuration::ServerConf;
+
+struct Bare {
+    peer: HttpPeer,
+}
+
+#[async_trait]
+impl ProxyHttp for Bare {
+    type CTX = ();
+
+    fn new_ctx(&self) {}
+
+    async fn upstream_peer(&self, _session: &mut Session, _ctx: &mut ()) -> Result<Box<HttpPeer>> {
+        Ok(Box::new(self.peer.clone()))
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let listen = args.get(1).map_or("127.0.0.1:6190", String::as_str);
+    let upstream: std::net::SocketAddr = args
+        .get(2)
+        .map_or("127.0.0.1:8000", String::as_str)
+        .parse()
+        .unwrap();
+    let threads: usize = args.get(3).map_or(Ok(1), |t| t.parse()).unwrap();
+    let conf = ServerConf {
+        threads,
+        grace_period_seconds: Some(0),
+        graceful_shutdown_timeout_seconds: Some(1),
+        ..ServerConf::default()
+    };
+    let mut server = Server::new_with_opt_and_conf(None, conf);
+    server.bootstrap();
+    let peer = HttpPeer::new(upstream, false, String::new());
+    let mut proxy = pingora::proxy::http_proxy_service(&server.configuration, Bare { peer });
+    proxy.add_tcp(listen);
+    server.add_service(proxy);
+    server.run_forever();
+}

@@ -1,0 +1,320 @@
+//! `crawlgate explain`: the whole decision on one request, as the proxy would make it.
+
+use super::{CliError, ExitStatus};
+use crate::proxy::config::{RobotsSource, Settings};
+use crate::proxy::decide::{self, Decision, Mode, RequestFacts};
+use crate::proxy::metrics::Metrics;
+use crate::proxy::service::block_message;
+use crate::proxy::site::{Snapshot, SourceState};
+use crate::proxy::source::{Fetched, OriginClient};
+use crate::proxy::state::Shared;
+use crate::robots::path::path_and_query;
+use bytes::Bytes;
+use serde_json::json;
+use std::io::Write;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+/// Arguments of `crawlgate explain`.
+#[derive(Debug, clap::Args)]
+pub struct ExplainArgs {
+    /// The configuration the proxy runs with.
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// The request's User-Agent header.
+    #[arg(long, value_name = "USER-AGENT")]
+    pub ua: String,
+    /// The TCP peer's address.
+    #[arg(long, value_name = "ADDR")]
+    pub ip: IpAddr,
+    /// An X-Forwarded-For header value (repeatable, in order).
+    #[arg(long, value_name = "VALUE")]
+    pub xff: Vec<String>,
+    /// A Forwarded header value (repeatable, in order).
+    #[arg(long, value_name = "VALUE")]
+    pub forwarded: Vec<String>,
+    /// The Host header (default: the URL's host).
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// Skip reverse-DNS lookups.
+    #[arg(long)]
+    pub no_dns: bool,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// The URL (or path) requested.
+    #[arg(value_name = "URL")]
+    pub url: String,
+}
+
+fn host_of_url(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    Some(host)
+}
+
+/// Fetches an origin's robots.txt once, so that the explanation uses the file the proxy would.
+async fn fetch_origin_file(shared: &Shared) {
+    for site in &shared.sites.load().all {
+        if site.settings.robots.source != RobotsSource::Origin {
+            continue;
+        }
+        let Ok(Some(client)) = OriginClient::new(&site.settings) else {
+            continue;
+        };
+        let (bytes, state) = match client.fetch().await {
+            Fetched::Body(bytes) => (bytes, SourceState::Loaded),
+            Fetched::Unavailable(_) => (Bytes::new(), SourceState::Unavailable),
+            Fetched::Unreachable(_) => (Bytes::new(), SourceState::Unreachable),
+        };
+        let catalog = shared.catalog.load();
+        if let Ok(snapshot) = Snapshot::build(&site.settings, &catalog, bytes, state) {
+            site.replace(snapshot);
+        }
+    }
+}
+
+/// Runs `explain` and writes the explanation on `out`.
+pub fn run_explain(args: &ExplainArgs, mut out: impl Write) -> Result<ExitStatus, CliError> {
+    let settings =
+        Settings::from_file(&args.config).map_err(|e| CliError::Config(e.to_string()))?;
+    let metrics = Metrics::new().map_err(|e| CliError::Config(e.to_string()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::Write)?;
+    let path = path_and_query(&args.url).into_owned();
+    let host = args
+        .host
+        .clone()
+        .or_else(|| host_of_url(&args.url).map(str::to_owned));
+    let xff: Vec<&[u8]> = args.xff.iter().map(|v| v.as_bytes()).collect();
+    let forwarded: Vec<&[u8]> = args.forwarded.iter().map(|v| v.as_bytes()).collect();
+    let facts = RequestFacts {
+        host: host.as_deref().map(str::as_bytes),
+        path: &path,
+        user_agent: args.ua.as_bytes(),
+        peer: Some(args.ip),
+        forwarded_for: &xff,
+        forwarded: &forwarded,
+    };
+    let mode = Mode {
+        record: false,
+        use_dns: !args.no_dns,
+    };
+    let decision = runtime.block_on(async {
+        let shared =
+            Shared::new(&settings, metrics, None).map_err(|e| CliError::Config(e.to_string()))?;
+        fetch_origin_file(&shared).await;
+        Ok::<_, CliError>(decide::decide(&shared, &facts, mode).await)
+    })?;
+    let Some(decision) = decision else {
+        let host = host.unwrap_or_default();
+        writeln!(
+            out,
+            "no site is configured for host `{host}`: the proxy answers 421"
+        )?;
+        return Ok(ExitStatus::Failure);
+    };
+    if args.json {
+        writeln!(out, "{}", to_json(&decision, &path, args))?;
+    } else {
+        write_text(&decision, &path, args, &mut out)?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn status_of(decision: &Decision) -> u16 {
+    use crate::policy::Outcome;
+    match decision.outcome {
+        Outcome::Blocked => decision.site.settings.block_status,
+        Outcome::Throttled => 429,
+        _ => 0,
+    }
+}
+
+fn to_json(decision: &Decision, path: &str, args: &ExplainArgs) -> String {
+    let rule = decision
+        .rule()
+        .map(|rule| json!({"kind": rule.kind, "pattern": rule.pattern, "line": rule.line}));
+    let snapshot = &decision.snapshot;
+    let groups = snapshot.robots.groups_for(&decision.token);
+    let group_lines: Vec<u32> = groups
+        .iter()
+        .filter_map(|&g| snapshot.robots.file().groups.get(g).map(|group| group.line))
+        .collect();
+    let value = json!({
+        "site": decision.site.settings.name,
+        "path": path,
+        "client": decision.client.to_string(),
+        "peer": args.ip.to_string(),
+        "bot": &*decision.bot,
+        "token": decision.token,
+        "category": decision.category,
+        "crawler": decision.crawler,
+        "verification": decision.verification,
+        "robots": {
+            "state": snapshot.state.as_str(),
+            "sha256": snapshot.sha256,
+            "group_lines": group_lines,
+            "decided_by_previous_file": decision.decided_by_previous.is_some(),
+        },
+        "verdict": decision.verdict.as_str(),
+        "rule": rule,
+        "robots_txt": decision.robots_txt,
+        "robots_unread": decision.robots_unread,
+        "crawl_delay": decision.crawl_delay,
+        "action": decision.action.as_str(),
+        "outcome": decision.outcome.as_str(),
+        "status": status_of(decision),
+    });
+    value.to_string()
+}
+
+fn write_text(
+    decision: &Decision,
+    path: &str,
+    args: &ExplainArgs,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    let settings = &decision.site.settings;
+    let hosts = if settings.hosts.is_empty() {
+        "any host".to_owned()
+    } else {
+        settings.hosts.join(", ")
+    };
+    writeln!(out, "site:          {} ({hosts})", settings.name)?;
+    let via = if decision.client == args.ip {
+        "the TCP peer".to_owned()
+    } else {
+        format!("forwarded by trusted proxy {}", args.ip)
+    };
+    writeln!(out, "client:        {} ({via})", decision.client)?;
+    if !decision.crawler {
+        writeln!(
+            out,
+            "requester:     a person (no known crawler token, no bot/crawler/spider/scraper)"
+        )?;
+        writeln!(out, "action:        forwarded: people are never blocked")?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "crawler:       {} ({})",
+        decision.bot, decision.category
+    )?;
+    let v = &decision.verification;
+    writeln!(
+        out,
+        "verification:  {} by {}: {}",
+        v.result.as_str(),
+        v.method,
+        v.detail
+    )?;
+    let snapshot = &decision.snapshot;
+    let token = if decision.token.is_empty() {
+        "*"
+    } else {
+        decision.token.as_str()
+    };
+    let groups = snapshot.robots.groups_for(&decision.token);
+    let lines: Vec<String> = groups
+        .iter()
+        .filter_map(|&g| {
+            snapshot
+                .robots
+                .file()
+                .groups
+                .get(g)
+                .map(|group| group.line.to_string())
+        })
+        .collect();
+    let group = match snapshot.robots.check(&decision.token, path).group {
+        crate::robots::GroupKind::None => "no group applies".to_owned(),
+        crate::robots::GroupKind::Star => format!("the * group at line {}", lines.join(", ")),
+        crate::robots::GroupKind::Agent => format!("its own group at line {}", lines.join(", ")),
+    };
+    writeln!(
+        out,
+        "robots.txt:    {} ({}), read as {token}: {group}",
+        snapshot.state.as_str(),
+        &snapshot.sha256[..12.min(snapshot.sha256.len())]
+    )?;
+    let rule = match decision.rule() {
+        Some(rule) => format!(
+            "line {} ({}: {})",
+            rule.line,
+            rule.kind.directive(),
+            rule.pattern
+        ),
+        None => "no rule matches".to_owned(),
+    };
+    let previous = if decision.decided_by_previous.is_some() {
+        " by the previous robots.txt, which it read"
+    } else {
+        ""
+    };
+    writeln!(
+        out,
+        "verdict:       {}{previous}: {rule} for {path}",
+        decision.verdict.as_str()
+    )?;
+    let read = match decision.last_robots_fetch {
+        Some(at) => format!("last fetched {}", humantime::format_rfc3339_seconds(at)),
+        None => "not fetched (as far as this process knows)".to_owned(),
+    };
+    let unread = if decision.robots_unread {
+        ": robots_unread"
+    } else {
+        ""
+    };
+    writeln!(out, "robots.txt read: {read}{unread}")?;
+    match &decision.crawl_delay {
+        Some(delay) => writeln!(
+            out,
+            "crawl-delay:   {} s ({}){}",
+            delay.seconds,
+            delay.mode,
+            if delay.exceeded {
+                ": exceeded"
+            } else {
+                ": within it"
+            }
+        )?,
+        None => writeln!(out, "crawl-delay:   none applies")?,
+    }
+    let status = status_of(decision);
+    let status = if status > 0 {
+        format!(" ({status})")
+    } else {
+        String::new()
+    };
+    writeln!(
+        out,
+        "action:        {} → {}{status}",
+        decision.action.as_str(),
+        decision.outcome.as_str()
+    )?;
+    if decision.outcome == crate::policy::Outcome::Blocked {
+        write!(out, "response:      {}", block_message(decision, path))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_are_taken_from_urls() {
+        assert_eq!(host_of_url("https://example.com/x"), Some("example.com"));
+        assert_eq!(
+            host_of_url("http://u:p@example.com:8080?q"),
+            Some("example.com:8080")
+        );
+        assert_eq!(host_of_url("/x"), None);
+    }
+}

@@ -1,0 +1,310 @@
+//! The whole decision on one request, apart from pingora: which site, which client address, who
+//! the crawler is and whether that is true, what robots.txt says (or said, for a crawler that read
+//! the previous file), whether it keeps its crawl-delay, and what happens. The proxy runs it on
+//! every request; `crawlgate explain` runs the same code and prints it.
+
+use super::client::canonical;
+use super::config::CrawlDelayMode;
+use super::politeness::{Pace, Subject};
+use super::site::{Site, Snapshot};
+use super::state::Shared;
+use super::verify::{Verification, Verified};
+use crate::agent::Identity;
+use crate::policy::{self, Action, Outcome, Requester, VerdictLabel};
+use serde::Serialize;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// What the decision needs to know of a request.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestFacts<'a> {
+    /// The Host header (or the authority of an absolute-form request).
+    pub host: Option<&'a [u8]>,
+    /// The request target's path and query.
+    pub path: &'a str,
+    /// The User-Agent header.
+    pub user_agent: &'a [u8],
+    /// The TCP peer.
+    pub peer: Option<IpAddr>,
+    /// `X-Forwarded-For` values, in order.
+    pub forwarded_for: &'a [&'a [u8]],
+    /// `Forwarded` values, in order.
+    pub forwarded: &'a [&'a [u8]],
+}
+
+/// How the decision runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mode {
+    /// Update politeness state (the proxy); `false` only looks (explain).
+    pub record: bool,
+    /// Verify by reverse DNS when configured.
+    pub use_dns: bool,
+}
+
+impl Mode {
+    /// What the proxy does.
+    pub const LIVE: Mode = Mode {
+        record: true,
+        use_dns: true,
+    };
+}
+
+/// The crawl-delay part of a decision.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CrawlDelay {
+    /// The delay robots.txt asks of this crawler.
+    pub seconds: f64,
+    /// Whether this request came sooner than it allows.
+    pub exceeded: bool,
+    /// When it may come again, if it came too soon.
+    pub retry_after_seconds: Option<u64>,
+    /// What the site does about it.
+    pub mode: &'static str,
+}
+
+/// A decision, with everything that went into it.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    /// The site.
+    pub site: Arc<Site>,
+    /// The snapshot of robots.txt in force.
+    pub snapshot: Arc<Snapshot>,
+    /// The snapshot that decided, when it is the previous one (a grace verdict).
+    pub decided_by_previous: Option<Arc<Snapshot>>,
+    /// The client address used.
+    pub client: IpAddr,
+    /// The metric label of the requester (`GPTBot`, `unnamed`, `person`).
+    pub bot: Arc<str>,
+    /// The product token robots.txt is asked about (`""` for `*`).
+    pub token: String,
+    /// The category label.
+    pub category: &'static str,
+    /// Whether it is a crawler.
+    pub crawler: bool,
+    /// Verification.
+    pub verification: Verification,
+    /// robots.txt's verdict.
+    pub verdict: VerdictLabel,
+    /// Index of the deciding rule in the deciding snapshot's file.
+    pub rule: Option<usize>,
+    /// The action configured for this requester.
+    pub action: Action,
+    /// What happens.
+    pub outcome: Outcome,
+    /// Whether the request is for /robots.txt.
+    pub robots_txt: bool,
+    /// Whether the crawler had not fetched robots.txt within the read window.
+    pub robots_unread: bool,
+    /// When the crawler last fetched robots.txt.
+    pub last_robots_fetch: Option<SystemTime>,
+    /// The crawl-delay, when one applies.
+    pub crawl_delay: Option<CrawlDelay>,
+}
+
+impl Decision {
+    /// The deciding rule.
+    pub fn rule(&self) -> Option<&crate::robots::Rule> {
+        let snapshot = self.decided_by_previous.as_ref().unwrap_or(&self.snapshot);
+        self.rule.and_then(|i| snapshot.robots.file().rules.get(i))
+    }
+}
+
+/// Whether a request path is the robots.txt file itself (whatever its query).
+pub fn is_robots_txt(path_and_query: &str) -> bool {
+    path_and_query.split('?').next() == Some("/robots.txt")
+}
+
+/// Decides a request, or `None` when no site serves its host.
+pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Option<Decision> {
+    let site = shared.sites.load().route(facts.host)?.clone();
+    let global = shared.global.load_full();
+    let peer = canonical(facts.peer.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
+    let client = global
+        .trusted
+        .client(peer, facts.forwarded_for, facts.forwarded);
+    let snapshot = site.snapshot.load_full();
+    let identity = snapshot.classifier.classify(facts.user_agent);
+    let bot = snapshot.bot_label(&identity).clone();
+    let robots_txt = is_robots_txt(facts.path);
+    let site_name: Arc<str> = Arc::from(site.settings.name.as_str());
+
+    let (requester, token, category) = match identity {
+        Identity::Crawler { agent, .. } => (
+            Requester::Crawler,
+            agent.token.clone(),
+            agent.category.as_str(),
+        ),
+        Identity::Unnamed => (Requester::Crawler, String::new(), "unnamed"),
+        Identity::Person => (Requester::Person, String::new(), "person"),
+    };
+    let verification = match identity {
+        Identity::Crawler { agent, .. }
+            if global.verifier.covers(&agent.token.to_ascii_lowercase()) =>
+        {
+            global
+                .verifier
+                .verify(&agent.token, client, mode.use_dns)
+                .await
+        }
+        Identity::Crawler { agent, .. } => Verification {
+            result: Verified::Unverifiable,
+            method: "none",
+            detail: format!(
+                "no published ranges or reverse DNS are configured for {}",
+                agent.token
+            ),
+        },
+        Identity::Unnamed => Verification {
+            result: Verified::Unverifiable,
+            method: "none",
+            detail: "an unnamed crawler claims no identity".into(),
+        },
+        Identity::Person => Verification::none(),
+    };
+    let spoofed = verification.result == Verified::Spoofed;
+    // A fake Googlebot is not Googlebot: robots.txt is read for it as for any unnamed crawler,
+    // and its politeness state is its own address's, not Googlebot's.
+    let token = if spoofed { String::new() } else { token };
+    let subject = match (&identity, spoofed) {
+        (Identity::Crawler { agent, .. }, false) => {
+            Subject::Crawler(Arc::from(agent.token.to_ascii_lowercase()))
+        }
+        _ => Subject::Client(client),
+    };
+
+    let mut decision = Decision {
+        site: site.clone(),
+        snapshot: snapshot.clone(),
+        decided_by_previous: None,
+        client,
+        bot,
+        token,
+        category,
+        crawler: requester == Requester::Crawler,
+        verification,
+        verdict: VerdictLabel::Exempt,
+        rule: None,
+        action: snapshot.action(&identity),
+        outcome: Outcome::Forwarded,
+        robots_txt,
+        robots_unread: false,
+        last_robots_fetch: None,
+        crawl_delay: None,
+    };
+    if requester == Requester::Person {
+        return Some(decision);
+    }
+    let politeness = &shared.politeness;
+    let now = SystemTime::now();
+    if robots_txt {
+        if mode.record {
+            politeness.robots_fetched(&site_name, &subject, now);
+        }
+        return Some(decision);
+    }
+    let last_fetch = politeness.last_robots_fetch(&site_name, &subject);
+    decision.last_robots_fetch = last_fetch;
+    let window = shared.politeness_settings.robots_read_window;
+    decision.robots_unread =
+        last_fetch.is_none_or(|at| now.duration_since(at).unwrap_or_default() > window);
+
+    let verdict = snapshot.robots.check_request(&decision.token, facts.path);
+    decision.rule = verdict.rule_index;
+    decision.verdict = if verdict.allowed {
+        VerdictLabel::Allowed
+    } else {
+        VerdictLabel::Disallowed
+    };
+    if !verdict.allowed {
+        if let Some((previous, rule)) = grace(
+            &site,
+            &snapshot,
+            &decision.token,
+            facts.path,
+            last_fetch,
+            now,
+            shared,
+        ) {
+            decision.verdict = VerdictLabel::Grace;
+            decision.rule = rule;
+            decision.decided_by_previous = Some(previous);
+        }
+    }
+    if spoofed {
+        decision.action = global.on_spoofed;
+        decision.outcome = match global.on_spoofed {
+            Action::Block => Outcome::Blocked,
+            Action::Tag => Outcome::Tagged,
+            Action::Count => Outcome::Counted,
+        };
+        return Some(decision);
+    }
+    decision.outcome = policy::decide(requester, decision.verdict, decision.action);
+
+    let delay_mode = site.settings.crawl_delay;
+    let forwarded = decision.outcome != Outcome::Blocked;
+    if delay_mode != CrawlDelayMode::Off && forwarded {
+        if let Some(delay) = snapshot
+            .robots
+            .crawl_delay(&decision.token)
+            .filter(|d| !d.is_zero())
+        {
+            let pace = politeness.pace(&site_name, &subject, delay, Instant::now(), mode.record);
+            let (exceeded, retry_after) = match pace {
+                Pace::Ok => (false, None),
+                Pace::TooSoon(wait) => (true, Some(wait)),
+            };
+            decision.crawl_delay = Some(CrawlDelay {
+                seconds: delay.as_secs_f64(),
+                exceeded,
+                retry_after_seconds: retry_after.map(ceil_seconds),
+                mode: delay_mode.as_str(),
+            });
+            if exceeded {
+                decision.outcome = match delay_mode {
+                    CrawlDelayMode::Enforce => Outcome::Throttled,
+                    CrawlDelayMode::Tag => Outcome::Tagged,
+                    CrawlDelayMode::Count | CrawlDelayMode::Off => decision.outcome,
+                };
+            }
+        }
+    }
+    Some(decision)
+}
+
+fn ceil_seconds(wait: Duration) -> u64 {
+    let whole = wait.as_secs();
+    if wait.subsec_nanos() > 0 {
+        whole + 1
+    } else {
+        whole.max(1)
+    }
+}
+
+/// RFC 9309 lets a crawler use a cached robots.txt for up to 24 hours: a crawler that fetched the
+/// previous file within the grace period, and before the current one was loaded, is judged by the
+/// file it read. Returns that snapshot and its deciding rule when it allows the path.
+fn grace(
+    site: &Site,
+    current: &Snapshot,
+    token: &str,
+    path: &str,
+    last_fetch: Option<SystemTime>,
+    now: SystemTime,
+    shared: &Shared,
+) -> Option<(Arc<Snapshot>, Option<usize>)> {
+    let fetched = last_fetch?;
+    if fetched >= current.loaded_at
+        || now.duration_since(fetched).unwrap_or_default() > shared.politeness_settings.grace
+    {
+        return None;
+    }
+    let previous = site.previous.load_full()?;
+    if fetched < previous.loaded_at {
+        return None;
+    }
+    let verdict = previous.robots.check_request(token, path);
+    let rule = verdict.rule_index;
+    verdict.allowed.then_some((previous, rule))
+}

@@ -1,0 +1,325 @@
+//! Forward-confirmed reverse DNS: the address's PTR name must end in one of the operator's
+//! domains, and that name must resolve back to the address.
+//!
+//! Lookups never hold a request longer than the budget (50 ms by default): a lookup runs in its
+//! own task, concurrent requests for the same address and crawler wait on the same lookup, and
+//! its outcome is cached (verified for longer than spoofed, a failed lookup briefly) in a bounded
+//! cache. A request whose budget runs out is `unverifiable`; the lookup goes on and the next
+//! request gets its answer from the cache.
+
+use hickory_resolver::config::{ConnectionConfig, NameServerConfig, ResolverConfig};
+use hickory_resolver::net::runtime::TokioRuntimeProvider;
+use hickory_resolver::proto::rr::{Name, RData, RecordType};
+use hickory_resolver::TokioResolver;
+use moka::sync::Cache;
+use moka::Expiry;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// What DNS said about an address that claims to be a crawler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DnsOutcome {
+    /// The PTR name (under one of the operator's domains) resolves back to the address.
+    Verified(String),
+    /// No PTR name under the operator's domains, or it does not resolve back.
+    Spoofed(String),
+    /// DNS failed or was too slow: no verdict.
+    Unverifiable(String),
+}
+
+/// Reverse-DNS settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DnsSettings {
+    /// How long a request may wait for a lookup.
+    pub budget: Duration,
+    /// How long a lookup may take in all (it goes on after the budget).
+    pub lookup_timeout: Duration,
+    /// How long a verified address is believed.
+    pub positive_ttl: Duration,
+    /// How long a spoofed address is remembered.
+    pub negative_ttl: Duration,
+    /// How long a failed lookup is remembered before it is tried again.
+    pub error_ttl: Duration,
+    /// How many (address, crawler) answers are cached.
+    pub cache_size: u64,
+    /// A name server to ask instead of the system's (`/etc/resolv.conf`).
+    pub server: Option<SocketAddr>,
+}
+
+impl Default for DnsSettings {
+    fn default() -> Self {
+        DnsSettings {
+            budget: Duration::from_millis(50),
+            lookup_timeout: Duration::from_secs(2),
+            positive_ttl: Duration::from_secs(3600),
+            negative_ttl: Duration::from_secs(600),
+            error_ttl: Duration::from_secs(30),
+            cache_size: 100_000,
+            server: None,
+        }
+    }
+}
+
+type Key = (IpAddr, Arc<str>);
+
+struct ByOutcome {
+    positive: Duration,
+    negative: Duration,
+    error: Duration,
+}
+
+impl Expiry<Key, DnsOutcome> for ByOutcome {
+    fn expire_after_create(&self, _: &Key, outcome: &DnsOutcome, _: Instant) -> Option<Duration> {
+        Some(match outcome {
+            DnsOutcome::Verified(_) => self.positive,
+            DnsOutcome::Spoofed(_) => self.negative,
+            DnsOutcome::Unverifiable(_) => self.error,
+        })
+    }
+}
+
+/// A DNS verifier cannot be set up.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot set up the DNS resolver: {0}")]
+pub struct DnsError(String);
+
+/// Verifies crawlers by forward-confirmed reverse DNS, with a budget, a cache and one lookup per
+/// address at a time.
+pub struct DnsVerifier {
+    resolver: TokioResolver,
+    /// `crawlgate_dns_lookups_total{result}`.
+    lookups: prometheus::IntCounterVec,
+    cache: Cache<Key, DnsOutcome>,
+    in_flight: Arc<Mutex<HashMap<Key, watch::Receiver<Option<DnsOutcome>>>>>,
+    settings: DnsSettings,
+}
+
+impl std::fmt::Debug for DnsVerifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DnsVerifier")
+            .field("settings", &self.settings)
+            .finish()
+    }
+}
+
+/// Whether `name` is `domain` or under it (`crawl-1.googlebot.com.` is under `googlebot.com`).
+fn is_under(name: &str, domain: &str) -> bool {
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    let domain = domain
+        .trim_end_matches('.')
+        .trim_start_matches('.')
+        .to_ascii_lowercase();
+    name == domain
+        || name
+            .strip_suffix(&domain)
+            .is_some_and(|head| head.ends_with('.'))
+}
+
+impl DnsVerifier {
+    /// A verifier asking the configured server, or the system's resolvers; it counts its
+    /// lookups in `lookups` (by result).
+    pub fn new(
+        settings: DnsSettings,
+        lookups: prometheus::IntCounterVec,
+    ) -> Result<DnsVerifier, DnsError> {
+        let provider = TokioRuntimeProvider::default();
+        let mut builder = match settings.server {
+            Some(server) => {
+                let mut udp = ConnectionConfig::udp();
+                udp.port = server.port();
+                let mut tcp = ConnectionConfig::tcp();
+                tcp.port = server.port();
+                let name_server = NameServerConfig::new(server.ip(), true, vec![udp, tcp]);
+                let config = ResolverConfig::from_name_servers(vec![name_server]);
+                TokioResolver::builder_with_config(config, provider)
+            }
+            None => TokioResolver::builder(provider).map_err(|e| DnsError(e.to_string()))?,
+        };
+        let options = builder.options_mut();
+        options.timeout = settings.lookup_timeout;
+        options.attempts = 1;
+        // We cache outcomes ourselves; the resolver's cache would only hold the pieces.
+        options.cache_size = 0;
+        let resolver = builder.build().map_err(|e| DnsError(e.to_string()))?;
+        let cache = Cache::builder()
+            .max_capacity(settings.cache_size)
+            .expire_after(ByOutcome {
+                positive: settings.positive_ttl,
+                negative: settings.negative_ttl,
+                error: settings.error_ttl,
+            })
+            .build();
+        Ok(DnsVerifier {
+            resolver,
+            lookups,
+            cache,
+            in_flight: Arc::default(),
+            settings,
+        })
+    }
+
+    /// How many answers are cached.
+    pub fn cached(&self) -> u64 {
+        self.cache.run_pending_tasks();
+        self.cache.entry_count()
+    }
+
+    /// Verifies that `addr` belongs to `crawler`, whose reverse DNS names end in `domains`.
+    /// Returns the outcome and whether it came from the cache.
+    pub async fn verify(
+        &self,
+        addr: IpAddr,
+        crawler: &Arc<str>,
+        domains: &Arc<[String]>,
+    ) -> (DnsOutcome, bool) {
+        let key = (addr, crawler.clone());
+        if let Some(outcome) = self.cache.get(&key) {
+            self.lookups.with_label_values(&["cached"]).inc();
+            return (outcome, true);
+        }
+        let mut receiver = {
+            let mut in_flight = match self.in_flight.lock() {
+                Ok(guard) => guard,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            match in_flight.get(&key) {
+                Some(receiver) => receiver.clone(),
+                None => {
+                    let (sender, receiver) = watch::channel(None);
+                    in_flight.insert(key.clone(), receiver.clone());
+                    self.spawn_lookup(key, domains.clone(), sender);
+                    receiver
+                }
+            }
+        };
+        let waited =
+            tokio::time::timeout(self.settings.budget, receiver.wait_for(Option::is_some)).await;
+        match waited {
+            Ok(Ok(outcome)) => match outcome.clone() {
+                Some(outcome) => (outcome, false),
+                None => (
+                    DnsOutcome::Unverifiable("the lookup ended without an answer".into()),
+                    false,
+                ),
+            },
+            Ok(Err(_)) => (
+                DnsOutcome::Unverifiable("the lookup was abandoned".into()),
+                false,
+            ),
+            Err(_) => (
+                DnsOutcome::Unverifiable(format!(
+                    "reverse DNS took longer than the {} ms budget",
+                    self.settings.budget.as_millis()
+                )),
+                false,
+            ),
+        }
+    }
+
+    fn spawn_lookup(
+        &self,
+        key: Key,
+        domains: Arc<[String]>,
+        sender: watch::Sender<Option<DnsOutcome>>,
+    ) {
+        let resolver = self.resolver.clone();
+        let cache = self.cache.clone();
+        let in_flight = self.in_flight.clone();
+        let lookups = self.lookups.clone();
+        let timeout = self.settings.lookup_timeout;
+        tokio::spawn(async move {
+            let addr = key.0;
+            let outcome =
+                tokio::time::timeout(timeout, forward_confirmed(&resolver, addr, &domains)).await;
+            let result = match &outcome {
+                Ok(DnsOutcome::Verified(_)) => "verified",
+                Ok(DnsOutcome::Spoofed(_)) => "spoofed",
+                Ok(DnsOutcome::Unverifiable(_)) => "error",
+                Err(_) => "timeout",
+            };
+            lookups.with_label_values(&[result]).inc();
+            let outcome = outcome.unwrap_or_else(|_| {
+                DnsOutcome::Unverifiable(format!(
+                    "DNS did not answer within {} ms",
+                    timeout.as_millis()
+                ))
+            });
+            cache.insert(key.clone(), outcome.clone());
+            if let Ok(mut in_flight) = in_flight.lock() {
+                in_flight.remove(&key);
+            }
+            let _ = sender.send(Some(outcome));
+        });
+    }
+}
+
+/// The lookup itself: PTR, then A/AAAA of each name under the operator's domains.
+async fn forward_confirmed(
+    resolver: &TokioResolver,
+    addr: IpAddr,
+    domains: &[String],
+) -> DnsOutcome {
+    let names: Vec<String> = match resolver.lookup(Name::from(addr), RecordType::PTR).await {
+        Ok(lookup) => lookup
+            .answers()
+            .iter()
+            .filter_map(|record| match &record.data {
+                RData::PTR(ptr) => Some(ptr.0.to_ascii()),
+                _ => None,
+            })
+            .collect(),
+        Err(e) if e.is_no_records_found() || e.is_nx_domain() => {
+            return DnsOutcome::Spoofed(format!("{addr} has no reverse DNS name"));
+        }
+        Err(e) => return DnsOutcome::Unverifiable(format!("reverse DNS of {addr} failed: {e}")),
+    };
+    let candidates: Vec<&String> = names
+        .iter()
+        .filter(|name| domains.iter().any(|domain| is_under(name, domain)))
+        .collect();
+    let Some(first) = candidates.first() else {
+        let shown = names.first().map_or("nothing", String::as_str);
+        return DnsOutcome::Spoofed(format!(
+            "{addr} is {shown}, not under {}",
+            domains.join(", ")
+        ));
+    };
+    let mut failure = None;
+    for name in &candidates {
+        match resolver.lookup_ip(name.as_str()).await {
+            Ok(ips) if ips.iter().any(|ip| ip == addr) => {
+                return DnsOutcome::Verified(name.trim_end_matches('.').to_owned());
+            }
+            Ok(_) => {}
+            Err(e) if e.is_no_records_found() || e.is_nx_domain() => {}
+            Err(e) => failure = Some(format!("forward DNS of {name} failed: {e}")),
+        }
+    }
+    match failure {
+        Some(failure) => DnsOutcome::Unverifiable(failure),
+        None => DnsOutcome::Spoofed(format!(
+            "{} does not resolve back to {addr}",
+            first.trim_end_matches('.')
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_under_a_domain_at_a_label_boundary() {
+        assert!(is_under(
+            "crawl-66-249-66-1.googlebot.com.",
+            "googlebot.com"
+        ));
+        assert!(is_under("GOOGLEBOT.COM", "googlebot.com."));
+        assert!(is_under("a.b.search.msn.com", ".search.msn.com"));
+        assert!(!is_under("evilgooglebot.com", "googlebot.com"));
+        assert!(!is_under("googlebot.com.evil.net", "googlebot.com"));
+    }
+}

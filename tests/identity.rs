@@ -1,0 +1,653 @@
+//! Crawler identity and politeness through the real proxy on loopback: verification by
+//! published ranges (IPv4 and IPv6) and by forward-confirmed reverse DNS against a DNS server
+//! the test runs, the trusted-proxy rule, DNS timeouts, crawl-delay, the grace verdict across a
+//! robots.txt change, "never read robots.txt", bounded memory, `explain` and `ranges update`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod harness;
+
+use harness::*;
+use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
+use hickory_proto::rr::rdata::{A, AAAA, PTR};
+use hickory_proto::rr::{Name, RData, Record};
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+const GOOGLE_RANGES: &str = r#"{"creationTime": "2026-11-01T00:00:00.000000", "prefixes": [
+  {"ipv4Prefix": "66.249.64.0/19"}, {"ipv6Prefix": "2001:4860:4801::/48"}]}"#;
+
+/// A small authoritative DNS server on loopback (UDP): PTR and A/AAAA records from a table,
+/// NXDOMAIN for the rest, and a delay for chosen names.
+struct DnsServer {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+}
+
+impl DnsServer {
+    fn start(records: Vec<(Name, RData)>, slow: Vec<(Name, Duration)>) -> DnsServer {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        let addr = socket.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let slow: HashMap<Name, Duration> = slow.into_iter().collect();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while !stopped.load(Ordering::Relaxed) {
+                let Ok((len, from)) = socket.recv_from(&mut buffer) else {
+                    continue;
+                };
+                let Ok(query) = Message::from_vec(&buffer[..len]) else {
+                    continue;
+                };
+                let mut response =
+                    Message::new(query.metadata.id, MessageType::Response, OpCode::Query);
+                response.metadata.authoritative = true;
+                response.metadata.recursion_desired = query.metadata.recursion_desired;
+                let mut delay = Duration::ZERO;
+                for question in &query.queries {
+                    response.add_query(question.clone());
+                    let name = question.name();
+                    if let Some(wait) = slow.get(name) {
+                        delay = delay.max(*wait);
+                    }
+                    for (owner, data) in &records {
+                        if owner == name && data.record_type() == question.query_type() {
+                            response.add_answer(Record::from_rdata(
+                                owner.clone(),
+                                60,
+                                data.clone(),
+                            ));
+                        }
+                    }
+                }
+                if response.answers.is_empty() {
+                    response.metadata.response_code = ResponseCode::NXDomain;
+                }
+                let bytes = response.to_vec().unwrap();
+                let socket = socket.try_clone().unwrap();
+                // Answer from another thread, so that a slow answer does not hold the others.
+                std::thread::spawn(move || {
+                    std::thread::sleep(delay);
+                    let _ = socket.send_to(&bytes, from);
+                });
+            }
+        });
+        DnsServer { addr, stop }
+    }
+}
+
+impl Drop for DnsServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn reverse(addr: &str) -> Name {
+    Name::from(addr.parse::<IpAddr>().unwrap())
+}
+
+fn name(text: &str) -> Name {
+    Name::from_ascii(text).unwrap()
+}
+
+fn ptr(addr: &str, to: &str) -> (Name, RData) {
+    (reverse(addr), RData::PTR(PTR(name(to))))
+}
+
+fn a(owner: &str, addr: &str) -> (Name, RData) {
+    (name(owner), RData::A(A(addr.parse().unwrap())))
+}
+
+fn aaaa(owner: &str, addr: &str) -> (Name, RData) {
+    (name(owner), RData::AAAA(AAAA(addr.parse().unwrap())))
+}
+
+/// A GET with extra headers; returns status, body and what the origin saw of it.
+fn request(
+    proxy: &Proxy,
+    origin: &Origin,
+    path: &str,
+    ua: &str,
+    xff: Option<&str>,
+) -> (u16, String, Option<Seen>) {
+    let mut builder = client().get(proxy.url(path)).header("user-agent", ua);
+    if let Some(xff) = xff {
+        builder = builder.header("x-forwarded-for", xff);
+    }
+    let response = builder.send().unwrap();
+    let status = response.status().as_u16();
+    let body = response.text().unwrap();
+    (status, body, origin.last(path))
+}
+
+fn tagging_site(origin: &Origin, extra_top: &str, robots: &str) -> String {
+    format!(
+        r#"listen: ["{{listen}}"]
+metrics: {{listen: "{{metrics}}"}}
+access_log: "{{dir}}/access.jsonl"
+pingora: {{threads: 1}}
+{extra_top}
+sites:
+  - name: site
+    upstream: "{}"
+    robots: {{inline: "{robots}"}}
+    action: tag
+"#,
+        origin.addr
+    )
+}
+
+#[test]
+fn published_ranges_verify_or_refute_ipv4_and_ipv6_clients() {
+    let origin = Origin::start();
+    let config = tagging_site(
+        &origin,
+        "trusted_proxies: [127.0.0.1/32, \"::1\"]\nverification:\n  ranges: {Googlebot: googlebot.json}\n  on_spoofed: block\n",
+        "User-agent: *\\nDisallow: /private/\\n",
+    );
+    let proxy = ProxyBuilder::new(&config)
+        .file("googlebot.json", GOOGLE_RANGES)
+        .start();
+    for (xff, verified) in [
+        ("66.249.66.1", true),
+        ("203.0.113.9", false),
+        ("2001:4860:4801:10::1", true),
+        ("2001:db8::1", false),
+    ] {
+        let path = format!("/page-{}", xff.replace([':', '.'], "-"));
+        let (status, body, seen) = request(&proxy, &origin, &path, GOOGLEBOT, Some(xff));
+        if verified {
+            assert_eq!(status, 200, "{xff}: {body}");
+            assert_eq!(
+                seen.unwrap().headers["x-crawlgate-verified"],
+                "verified",
+                "{xff}"
+            );
+        } else {
+            assert_eq!(status, 403, "{xff}");
+            assert!(
+                body.contains(&format!("but {xff} is not Googlebot's")),
+                "{body}"
+            );
+            assert!(seen.is_none(), "a spoofed request reached the origin");
+        }
+    }
+    let spoofed = r#"crawlgate_requests_total{action="blocked",bot="Googlebot",category="search",site="site",verdict="allowed",verified="spoofed"}"#;
+    assert_eq!(proxy.metric(spoofed), Some(2.0), "{}", proxy.metrics());
+}
+
+#[test]
+fn an_ipv6_peer_is_verified_by_its_own_address() {
+    let origin = Origin::start();
+    let v6_port = free_port();
+    let config = tagging_site(
+        &origin,
+        "verification:\n  ranges: {Googlebot: loopback.json}\n",
+        "User-agent: *\\nDisallow: /private/\\n",
+    )
+    .replace(
+        r#"listen: ["{listen}"]"#,
+        &format!(r#"listen: ["{{listen}}", "[::1]:{v6_port}"]"#),
+    );
+    let loopback = r#"{"prefixes": [{"ipv6Prefix": "::1/128"}]}"#;
+    let proxy = ProxyBuilder::new(&config)
+        .file("loopback.json", loopback)
+        .start();
+    wait_for("the IPv6 listener", || {
+        std::net::TcpStream::connect(("::1", v6_port)).ok()
+    });
+    let url = format!("http://[::1]:{v6_port}/v6");
+    let response = client()
+        .get(url)
+        .header("user-agent", GOOGLEBOT)
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        origin.last("/v6").unwrap().headers["x-crawlgate-verified"],
+        "verified"
+    );
+    // Over IPv4 the same claim is refuted: 127.0.0.1 is not in the list.
+    let (status, _, _) = request(&proxy, &origin, "/v4", GOOGLEBOT, None);
+    assert_eq!(status, 403);
+}
+
+#[test]
+fn forwarded_headers_from_an_untrusted_peer_are_ignored() {
+    let origin = Origin::start();
+    let config = tagging_site(
+        &origin,
+        "trusted_proxies: [10.0.0.0/8]\nverification:\n  ranges: {Googlebot: googlebot.json}\n",
+        "User-agent: *\\nDisallow: /private/\\n",
+    );
+    let proxy = ProxyBuilder::new(&config)
+        .file("googlebot.json", GOOGLE_RANGES)
+        .start();
+    // 127.0.0.1 is not a trusted proxy: its X-Forwarded-For is a claim like any other.
+    let (status, body, _) = request(&proxy, &origin, "/x", GOOGLEBOT, Some("66.249.66.1"));
+    assert_eq!(status, 403);
+    assert!(body.contains("but 127.0.0.1 is not Googlebot's"), "{body}");
+}
+
+fn dns_site(origin: &Origin, dns: &DnsServer, budget: &str) -> String {
+    tagging_site(
+        origin,
+        &format!(
+            "trusted_proxies: [127.0.0.1/32]\nverification:\n  reverse_dns: {{Googlebot: [googlebot.com, google.com]}}\n  on_spoofed: tag\n  dns: {{server: \"{}\", budget: {budget}, timeout: 5s}}\n",
+            dns.addr
+        ),
+        "User-agent: *\\nDisallow: /private/\\n",
+    )
+}
+
+#[test]
+fn reverse_dns_verifies_forward_confirmed_names_only() {
+    let origin = Origin::start();
+    let dns = DnsServer::start(
+        vec![
+            ptr("66.249.66.1", "crawl-66-249-66-1.googlebot.com."),
+            a("crawl-66-249-66-1.googlebot.com.", "66.249.66.1"),
+            ptr("2001:4860:4801:10::7", "crawl-v6.googlebot.com."),
+            aaaa("crawl-v6.googlebot.com.", "2001:4860:4801:10::7"),
+            ptr("192.0.2.7", "fake.example.net."),
+            a("fake.example.net.", "192.0.2.7"),
+            // A PTR under googlebot.com that does not resolve back.
+            ptr("192.0.2.8", "crawl-liar.googlebot.com."),
+            a("crawl-liar.googlebot.com.", "192.0.2.99"),
+        ],
+        Vec::new(),
+    );
+    // A generous budget: this test is about the answers, not the clock.
+    let proxy = ProxyBuilder::new(&dns_site(&origin, &dns, "5s")).start();
+    for (xff, expected) in [
+        ("66.249.66.1", "verified"),
+        ("2001:4860:4801:10::7", "verified"),
+        ("192.0.2.7", "spoofed"),
+        ("192.0.2.8", "spoofed"),
+        // No PTR record at all.
+        ("192.0.2.9", "spoofed"),
+    ] {
+        let path = format!("/dns-{}", xff.replace([':', '.'], "-"));
+        let (status, _, seen) = request(&proxy, &origin, &path, GOOGLEBOT, Some(xff));
+        assert_eq!(status, 200, "on_spoofed: tag forwards");
+        assert_eq!(
+            seen.unwrap().headers["x-crawlgate-verified"],
+            expected,
+            "{xff}"
+        );
+    }
+    // The second time, the answer comes from the cache.
+    request(&proxy, &origin, "/again", GOOGLEBOT, Some("66.249.66.1"));
+    let cached = r#"crawlgate_dns_lookups_total{result="cached"}"#;
+    assert_eq!(proxy.metric(cached), Some(1.0), "{}", proxy.metrics());
+}
+
+#[test]
+fn a_slow_dns_answer_is_unverifiable_until_it_arrives() {
+    let origin = Origin::start();
+    let dns = DnsServer::start(
+        vec![
+            ptr("66.249.66.2", "crawl-66-249-66-2.googlebot.com."),
+            a("crawl-66-249-66-2.googlebot.com.", "66.249.66.2"),
+        ],
+        vec![(reverse("66.249.66.2"), Duration::from_millis(1500))],
+    );
+    let proxy = ProxyBuilder::new(&dns_site(&origin, &dns, "100ms")).start();
+    let (status, _, seen) = request(&proxy, &origin, "/slow-1", GOOGLEBOT, Some("66.249.66.2"));
+    assert_eq!(status, 200);
+    assert_eq!(
+        seen.unwrap().headers["x-crawlgate-verified"],
+        "unverifiable"
+    );
+    // The lookup goes on in the background; a later request gets its answer from the cache.
+    wait_for("the cached DNS answer", || {
+        let (_, _, seen) = request(&proxy, &origin, "/slow-2", GOOGLEBOT, Some("66.249.66.2"));
+        (seen?.headers["x-crawlgate-verified"] == "verified").then_some(())
+    });
+    // One lookup served every request: no second lookup was started while it ran.
+    let lookups = proxy.metrics();
+    assert_eq!(
+        metric_value(
+            &lookups,
+            r#"crawlgate_dns_lookups_total{result="verified"}"#
+        ),
+        Some(1.0),
+        "{lookups}"
+    );
+}
+
+#[test]
+fn crawl_delay_is_enforced_with_retry_after_and_recovers() {
+    let origin = Origin::start();
+    let config = tagging_site(
+        &origin,
+        "trusted_proxies: [127.0.0.1/32]\n",
+        "User-agent: *\\nCrawl-delay: 2\\nDisallow: /private/\\n",
+    )
+    .replace(
+        "    action: tag\n",
+        "    action: block\n    crawl_delay: enforce\n",
+    );
+    let proxy = ProxyBuilder::new(&config).start();
+    let bot = "FooBot/1.0 (+https://foo.example/bot)";
+    let (status, _, _) = request(&proxy, &origin, "/one", bot, Some("198.51.100.1"));
+    assert_eq!(status, 200);
+    let response = client()
+        .get(proxy.url("/two"))
+        .header("user-agent", bot)
+        .header("x-forwarded-for", "198.51.100.1")
+        .send()
+        .unwrap();
+    assert_eq!(response.status(), 429);
+    let retry: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=2).contains(&retry), "Retry-After: {retry}");
+    assert!(origin.last("/two").is_none());
+    // Another client of the same unnamed crawler has its own slot.
+    assert_eq!(
+        request(&proxy, &origin, "/three", bot, Some("198.51.100.2")).0,
+        200
+    );
+    // And after the delay, the first one may come again.
+    wait_for("the crawl-delay to pass", || {
+        (request(&proxy, &origin, "/four", bot, Some("198.51.100.1")).0 == 200).then_some(())
+    });
+    let exceeded =
+        r#"crawlgate_crawl_delay_exceeded_total{action="enforce",bot="unnamed",site="site"}"#;
+    assert!(
+        proxy.metric(exceeded).is_some_and(|n| n >= 1.0),
+        "{}",
+        proxy.metrics()
+    );
+}
+
+#[test]
+fn crawl_delay_in_tag_mode_tells_the_origin() {
+    let origin = Origin::start();
+    let config = tagging_site(&origin, "", "User-agent: *\\nCrawl-delay: 30\\n").replace(
+        "    action: tag\n",
+        "    action: tag\n    crawl_delay: tag\n",
+    );
+    let proxy = ProxyBuilder::new(&config).start();
+    let (_, _, first) = request(&proxy, &origin, "/t1", GOOGLEBOT, None);
+    assert!(!first
+        .unwrap()
+        .headers
+        .contains_key("x-crawlgate-crawl-delay"));
+    let (status, _, second) = request(&proxy, &origin, "/t2", GOOGLEBOT, None);
+    assert_eq!(status, 200);
+    assert_eq!(
+        second.unwrap().headers["x-crawlgate-crawl-delay"],
+        "exceeded"
+    );
+}
+
+#[test]
+fn a_crawler_that_read_the_previous_file_gets_a_grace_verdict() {
+    let origin = Origin::start();
+    let config = format!(
+        r#"listen: ["{{listen}}"]
+metrics: {{listen: "{{metrics}}"}}
+pingora: {{threads: 1}}
+sites:
+  - name: site
+    upstream: "{}"
+    robots: {{file: robots.txt}}
+"#,
+        origin.addr
+    );
+    let proxy = ProxyBuilder::new(&config)
+        .file("robots.txt", "User-agent: *\nDisallow: /private/\n")
+        .start();
+    // Googlebot reads the file in force.
+    assert_eq!(get(&proxy.url("/robots.txt"), GOOGLEBOT, None).0, 200);
+    write_atomically(&proxy.path("robots.txt"), b"User-agent: *\nDisallow: /\n");
+    // A crawler that never read robots.txt sees the new rules at once.
+    wait_for("the new file", || {
+        (get(&proxy.url("/blog"), "CCBot/2.0", None).0 == 403).then_some(())
+    });
+    // Googlebot acts on the file it read, which allowed /blog: grace, not a violation.
+    let (status, body, _) = get(&proxy.url("/blog"), GOOGLEBOT, None);
+    assert_eq!(status, 200, "{body}");
+    let grace = r#"crawlgate_requests_total{action="forwarded",bot="Googlebot",category="search",site="site",verdict="grace",verified="unverifiable"}"#;
+    assert_eq!(proxy.metric(grace), Some(1.0), "{}", proxy.metrics());
+    // What the old file disallowed stays disallowed.
+    assert_eq!(get(&proxy.url("/private/x"), GOOGLEBOT, None).0, 403);
+    // Once it reads the new file, the new rules apply.
+    get(&proxy.url("/robots.txt"), GOOGLEBOT, None);
+    assert_eq!(get(&proxy.url("/blog"), GOOGLEBOT, None).0, 403);
+}
+
+#[test]
+fn crawlers_that_never_read_robots_txt_are_counted() {
+    let origin = Origin::start();
+    let config = tagging_site(&origin, "", "User-agent: *\\nDisallow: /private/\\n");
+    let proxy = ProxyBuilder::new(&config).start();
+    let (_, _, seen) = request(&proxy, &origin, "/unread", GOOGLEBOT, None);
+    assert_eq!(seen.unwrap().headers["x-crawlgate-robots-unread"], "1");
+    request(&proxy, &origin, "/robots.txt", GOOGLEBOT, None);
+    let (_, _, seen) = request(&proxy, &origin, "/read", GOOGLEBOT, None);
+    assert!(!seen
+        .unwrap()
+        .headers
+        .contains_key("x-crawlgate-robots-unread"));
+    let unread = r#"crawlgate_requests_without_robots_fetch_total{bot="Googlebot",site="site"}"#;
+    assert_eq!(proxy.metric(unread), Some(1.0));
+    let log = wait_for("the access log", || {
+        let text = std::fs::read_to_string(proxy.path("access.jsonl")).ok()?;
+        (text.lines().count() >= 3).then_some(text)
+    });
+    let first: serde_json::Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+    assert_eq!(first["robots_unread"], true);
+    assert_eq!(first["verified"], "unverifiable");
+}
+
+#[test]
+fn memory_stays_bounded_under_many_distinct_clients() {
+    let origin = Origin::start();
+    let config = tagging_site(
+        &origin,
+        "trusted_proxies: [127.0.0.1/32]\npoliteness: {max_tracked: 50}\n",
+        "User-agent: *\\nCrawl-delay: 60\\n",
+    )
+    .replace(
+        "    action: tag\n",
+        "    action: count\n    crawl_delay: count\n",
+    );
+    let proxy = ProxyBuilder::new(&config).start();
+    let http = client();
+    for i in 0..600u32 {
+        let xff = format!("198.18.{}.{}", i / 250, i % 250 + 1);
+        let response = http
+            .get(proxy.url("/p"))
+            .header("user-agent", "SomeBot/1.0")
+            .header("x-forwarded-for", xff)
+            .send()
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    let metrics = proxy.metrics();
+    let tracked =
+        metric_value(&metrics, r#"crawlgate_tracked_entries{kind="crawl_delay"}"#).unwrap();
+    assert!(tracked <= 50.0, "{tracked} entries:\n{metrics}");
+    assert!(tracked >= 1.0, "{metrics}");
+}
+
+fn explain(config: &std::path::Path, args: &[&str]) -> (i32, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_crawlgate"))
+        .arg("explain")
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .output()
+        .unwrap();
+    // Logs go to standard error; the explanation alone is on standard output.
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn explain_prints_the_whole_decision() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("googlebot.json"), GOOGLE_RANGES).unwrap();
+    std::fs::write(
+        dir.path().join("robots.txt"),
+        "User-agent: *\nDisallow: /private/\nCrawl-delay: 5\n",
+    )
+    .unwrap();
+    let config = dir.path().join("crawlgate.yaml");
+    std::fs::write(
+        &config,
+        "listen: [\"127.0.0.1:1\"]\ntrusted_proxies: [10.0.0.0/8]\nverification:\n  ranges: {Googlebot: googlebot.json}\nsites:\n  - name: example\n    hosts: [example.com]\n    upstream: \"127.0.0.1:9\"\n    robots: {file: robots.txt}\n    crawl_delay: enforce\n",
+    )
+    .unwrap();
+    let (code, out) = explain(
+        &config,
+        &[
+            "--ua",
+            GOOGLEBOT,
+            "--ip",
+            "10.1.2.3",
+            "--xff",
+            "66.249.66.1",
+            "--json",
+            "https://example.com/private/x",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let json: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(json["site"], "example");
+    assert_eq!(json["client"], "66.249.66.1");
+    assert_eq!(json["bot"], "Googlebot");
+    assert_eq!(json["category"], "search");
+    assert_eq!(json["verification"]["result"], "verified");
+    assert_eq!(json["verification"]["method"], "ranges");
+    assert_eq!(json["verdict"], "disallowed");
+    assert_eq!(json["rule"]["line"], 2);
+    assert_eq!(json["rule"]["pattern"], "/private/");
+    assert_eq!(json["outcome"], "blocked");
+    assert_eq!(json["status"], 403);
+    assert_eq!(json["robots_unread"], true);
+
+    let (code, out) = explain(
+        &config,
+        &[
+            "--ua",
+            GOOGLEBOT,
+            "--ip",
+            "10.1.2.3",
+            "--xff",
+            "66.249.66.1",
+            "https://example.com/blog",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("client:        66.249.66.1 (forwarded by trusted proxy 10.1.2.3)"),
+        "{out}"
+    );
+    assert!(out.contains("verification:  verified by ranges"), "{out}");
+    assert!(
+        out.contains("verdict:       allowed: no rule matches for /blog"),
+        "{out}"
+    );
+    assert!(
+        out.contains("crawl-delay:   5 s (enforce): within it"),
+        "{out}"
+    );
+    assert!(out.contains("action:        block → forwarded"), "{out}");
+
+    let (code, out) = explain(
+        &config,
+        &[
+            "--ua",
+            GOOGLEBOT,
+            "--ip",
+            "203.0.113.5",
+            "--no-dns",
+            "https://example.com/blog",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("client:        203.0.113.5 (the TCP peer)"),
+        "{out}"
+    );
+    assert!(out.contains("verification:  spoofed by ranges"), "{out}");
+    assert!(
+        out.contains("action:        block → blocked (403)"),
+        "{out}"
+    );
+    assert!(out.contains("but 203.0.113.5 is not Googlebot's"), "{out}");
+
+    let (code, out) = explain(
+        &config,
+        &[
+            "--ua",
+            FIREFOX,
+            "--ip",
+            "203.0.113.5",
+            "https://other.example/",
+        ],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("no site is configured for host `other.example`"),
+        "{out}"
+    );
+}
+
+#[test]
+fn ranges_update_writes_atomically_and_the_proxy_picks_it_up() {
+    let origin = Origin::start();
+    origin.set_route("/googlebot.json", 200, GOOGLE_RANGES);
+    origin.set_route("/broken.json", 200, "<html>not json</html>");
+    let template = tagging_site(
+        &origin,
+        &format!(
+            "trusted_proxies: [127.0.0.1/32]\nverification:\n  ranges:\n    Googlebot: {{file: ranges/googlebot.json, url: \"http://{0}/googlebot.json\"}}\n    Bingbot: {{file: ranges/bingbot.json, url: \"http://{0}/broken.json\"}}\n  on_spoofed: tag\n",
+            origin.addr
+        ),
+        "User-agent: *\\nDisallow: /private/\\n",
+    );
+    let proxy = ProxyBuilder::new(&template).start();
+    // No file yet: unverifiable.
+    let (_, _, seen) = request(&proxy, &origin, "/before", GOOGLEBOT, Some("66.249.66.1"));
+    assert_eq!(
+        seen.unwrap().headers["x-crawlgate-verified"],
+        "unverifiable"
+    );
+
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_crawlgate"))
+        .args(["ranges", "update", "--config"])
+        .arg(&proxy.config)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "the broken list fails the run: {out}"
+    );
+    assert!(out.contains("Googlebot: 2 prefixes from"), "{out}");
+    assert!(
+        out.contains("Bingbot: ") && out.contains("not a usable range list"),
+        "{out}"
+    );
+    assert!(!proxy.path("ranges/bingbot.json").exists());
+    wait_for("the new ranges", || {
+        let (_, _, seen) = request(&proxy, &origin, "/after", GOOGLEBOT, Some("66.249.66.1"));
+        (seen?.headers["x-crawlgate-verified"] == "verified").then_some(())
+    });
+}
