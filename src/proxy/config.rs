@@ -298,6 +298,8 @@ pub struct SiteFile {
     pub tag: TagFile,
     /// What to do when a crawler comes sooner than robots.txt's crawl-delay (default count).
     pub crawl_delay: Option<CrawlDelayMode>,
+    /// How long the origin may stay silent while answering (default 60s); then 504.
+    pub upstream_timeout: Option<HumanDuration>,
 }
 
 fn default_action() -> Action {
@@ -492,6 +494,8 @@ pub struct SiteSettings {
     pub tag_prefix: String,
     /// What to do when a crawler comes sooner than its crawl-delay.
     pub crawl_delay: CrawlDelayMode,
+    /// How long the origin may stay silent while answering.
+    pub upstream_timeout: Duration,
 }
 
 impl SiteSettings {
@@ -591,6 +595,7 @@ impl Default for PolitenessSettings {
 
 const DEFAULT_REFRESH: Duration = Duration::from_secs(60);
 const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+const DEFAULT_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Finds the line of the `nth` (0-based) line of `text` that contains `needle`, for errors found
 /// after parsing (serde_yaml keeps no positions in parsed values).
@@ -897,6 +902,9 @@ impl Validator<'_> {
             block_status: site.block.status,
             tag_prefix: prefix.clone(),
             crawl_delay: site.crawl_delay.unwrap_or(CrawlDelayMode::Count),
+            upstream_timeout: site
+                .upstream_timeout
+                .map_or(DEFAULT_UPSTREAM_TIMEOUT, |d| d.0),
         })
     }
 

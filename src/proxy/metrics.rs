@@ -29,6 +29,8 @@ pub const METRIC_NAMES: &[&str] = &[
     "crawlgate_dns_lookups_total",
     "crawlgate_ranges_reloads_total",
     "crawlgate_tracked_entries",
+    "crawlgate_bad_requests_total",
+    "crawlgate_robots_snapshots",
 ];
 
 /// The metrics of one crawlgate process, in their own registry.
@@ -71,6 +73,10 @@ pub struct Metrics {
     pub ranges_reloads: IntCounterVec,
     /// `crawlgate_tracked_entries{kind}`: crawlers and clients remembered (bounded).
     pub tracked: IntGaugeVec,
+    /// `crawlgate_bad_requests_total{reason}`: requests answered 400 before routing.
+    pub bad_requests: IntCounterVec,
+    /// `crawlgate_robots_snapshots`: compiled robots.txt snapshots alive.
+    pub snapshots: prometheus::IntGauge,
 }
 
 /// A metric that could not be registered: a programming error, reported at startup.
@@ -123,6 +129,11 @@ impl Metrics {
             "Access log lines dropped because the writer could not keep up.",
         )?;
         registry.register(Box::new(access_log_dropped.clone()))?;
+        let snapshots = prometheus::IntGauge::new(
+            "crawlgate_robots_snapshots",
+            "Compiled robots.txt snapshots alive: in force, previous (for grace) and held by requests in flight.",
+        )?;
+        registry.register(Box::new(snapshots.clone()))?;
         let robots_refresh = GaugeVec::new(
             Opts::new(
                 "crawlgate_robots_refresh_seconds",
@@ -132,6 +143,7 @@ impl Metrics {
         )?;
         registry.register(Box::new(robots_refresh.clone()))?;
         Ok(Metrics {
+            snapshots,
             robots_refresh,
             crawl_delay_exceeded: counter(
                 r,
@@ -150,6 +162,12 @@ impl Metrics {
                 "crawlgate_dns_lookups_total",
                 "Forward-confirmed reverse DNS verifications by result (verified, spoofed, timeout, error, cached).",
                 &["result"],
+            )?,
+            bad_requests: counter(
+                r,
+                "crawlgate_bad_requests_total",
+                "Requests answered 400 by crawlgate before routing, by reason (duplicate_host, missing_host).",
+                &["reason"],
             )?,
             tracked: gauge(
                 r,

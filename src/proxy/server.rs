@@ -92,6 +92,7 @@ pub fn demo_settings(socket: PathBuf) -> Settings {
             block_status: 403,
             tag_prefix: DEFAULT_TAG_PREFIX.into(),
             crawl_delay: CrawlDelayMode::Count,
+            upstream_timeout: Duration::from_secs(60),
         }],
         trusted_proxies: Vec::new(),
         verification: VerificationSettings::default(),

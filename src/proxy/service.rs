@@ -15,7 +15,7 @@ use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, RETRY_AFTER, USER_AGENT};
 use http::HeaderName;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
-use pingora::proxy::{ProxyHttp, Session};
+use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use std::sync::Arc;
 
 /// The crawlgate proxy.
@@ -95,6 +95,41 @@ async fn respond(
     Ok(())
 }
 
+/// A request whose Host cannot be trusted (RFC 9112 §3.2): answered 400, never routed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HostProblem {
+    /// Two or more Host headers: proxies could disagree on the site (request smuggling).
+    Duplicate,
+    /// HTTP/1.1 without a Host header (HTTP/1.0 may omit it).
+    Missing,
+}
+
+impl HostProblem {
+    fn reason(self) -> &'static str {
+        match self {
+            HostProblem::Duplicate => "duplicate_host",
+            HostProblem::Missing => "missing_host",
+        }
+    }
+
+    fn message(self) -> &'static str {
+        match self {
+            HostProblem::Duplicate => "crawlgate: more than one Host header\n",
+            HostProblem::Missing => "crawlgate: HTTP/1.1 requests need a Host header\n",
+        }
+    }
+}
+
+fn host_problem(request: &RequestHeader) -> Option<HostProblem> {
+    let hosts = request.headers.get_all(HOST).iter().count();
+    if hosts > 1 {
+        return Some(HostProblem::Duplicate);
+    }
+    let absolute_form = request.uri.host().is_some();
+    let http11 = request.version == http::Version::HTTP_11;
+    (hosts == 0 && !absolute_form && http11).then_some(HostProblem::Missing)
+}
+
 fn host_of(request: &RequestHeader) -> Option<&[u8]> {
     request
         .uri
@@ -128,6 +163,15 @@ pub fn block_message(decision: &Decision, path: &str) -> String {
     }
 }
 
+fn upstream_failure(code: u16) -> &'static str {
+    match code {
+        504 => "the origin did not answer in time",
+        502 => "the origin could not be reached or answered with something that is not HTTP",
+        400 => "the request could not be read",
+        _ => "the request failed",
+    }
+}
+
 /// The text of a throttled request's response.
 fn throttle_message(decision: &Decision) -> String {
     let delay = decision.crawl_delay.as_ref().map_or(0.0, |d| d.seconds);
@@ -146,6 +190,15 @@ impl ProxyHttp for CrawlGate {
     }
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
+        if let Some(problem) = host_problem(session.req_header()) {
+            self.shared
+                .metrics
+                .bad_requests
+                .with_label_values(&[problem.reason()])
+                .inc();
+            respond(session, 400, Bytes::from(problem.message()), None).await?;
+            return Ok(true);
+        }
         let prefix = {
             let sites = self.shared.sites.load();
             sites
@@ -230,6 +283,27 @@ impl ProxyHttp for CrawlGate {
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// Upstream failures get the status that says what happened: 504 when the origin did not
+    /// answer in time, 502 when it answered nonsense, reset or refused.
+    async fn fail_to_proxy(&self, session: &mut Session, e: &Error, _ctx: &mut Ctx) -> FailToProxy {
+        let code = match (e.esource(), e.etype()) {
+            (_, HTTPStatus(code)) => *code,
+            (ErrorSource::Upstream, ConnectTimedout | ReadTimedout | WriteTimedout) => 504,
+            (ErrorSource::Upstream, _) => 502,
+            (ErrorSource::Downstream, ReadError | WriteError | ConnectionClosed) => 0,
+            (ErrorSource::Downstream, _) => 400,
+            _ => 500,
+        };
+        if code > 0 {
+            let body = Bytes::from(format!("crawlgate: {}\n", upstream_failure(code)));
+            let _ = respond(session, code, body, None).await;
+        }
+        FailToProxy {
+            error_code: code,
+            can_reuse_downstream: false,
+        }
     }
 
     async fn upstream_peer(&self, _session: &mut Session, ctx: &mut Ctx) -> Result<Box<HttpPeer>> {
@@ -386,6 +460,21 @@ mod tests {
         strip_forged_headers(&mut request, "X-Mine-");
         let names: Vec<&str> = request.headers.keys().map(|k| k.as_str()).collect();
         assert_eq!(names, vec!["x-other"]);
+    }
+
+    #[test]
+    fn host_problems() {
+        let mut request = RequestHeader::build("GET", b"/", None).unwrap();
+        assert_eq!(host_problem(&request), Some(HostProblem::Missing));
+        request.set_version(http::Version::HTTP_10);
+        assert_eq!(host_problem(&request), None);
+        request.set_version(http::Version::HTTP_11);
+        request.append_header("Host", "a.test").unwrap();
+        assert_eq!(host_problem(&request), None);
+        request.append_header("Host", "b.test").unwrap();
+        assert_eq!(host_problem(&request), Some(HostProblem::Duplicate));
+        let absolute = RequestHeader::build("GET", b"http://a.test/x", None).unwrap();
+        assert_eq!(host_problem(&absolute), None);
     }
 
     #[test]

@@ -14,6 +14,7 @@ use bytes::Bytes;
 use pingora::upstreams::peer::HttpPeer;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -46,6 +47,15 @@ impl SourceState {
             SourceState::Pending => "pending",
         }
     }
+}
+
+/// Snapshots alive in this process: the proof that a reload frees the one it replaces (the
+/// `crawlgate_robots_snapshots` gauge).
+static LIVE_SNAPSHOTS: AtomicUsize = AtomicUsize::new(0);
+
+/// How many snapshots are alive (in force, previous, or held by requests in flight).
+pub fn live_snapshots() -> usize {
+    LIVE_SNAPSHOTS.load(Ordering::Relaxed)
 }
 
 /// The robots.txt text that stands in when the real one is unavailable or unreachable.
@@ -128,6 +138,7 @@ impl Snapshot {
             .map(|agent| site.action_for(&agent.token.to_ascii_lowercase()))
             .collect();
         let sha256 = hex(&Sha256::digest(&bytes));
+        LIVE_SNAPSHOTS.fetch_add(1, Ordering::Relaxed);
         Ok(Snapshot {
             robots,
             classifier,
@@ -180,6 +191,12 @@ impl Snapshot {
     /// How long ago it was loaded.
     pub fn age(&self) -> Duration {
         self.loaded_at.elapsed().unwrap_or_default()
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        LIVE_SNAPSHOTS.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -284,6 +301,8 @@ impl Site {
             }
         };
         peer.options.connection_timeout = Some(CONNECT_TIMEOUT);
+        peer.options.read_timeout = Some(settings.upstream_timeout);
+        peer.options.write_timeout = Some(settings.upstream_timeout);
         Ok(Site {
             settings,
             snapshot: ArcSwap::from_pointee(snapshot),

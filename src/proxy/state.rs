@@ -222,6 +222,8 @@ impl Shared {
 
     /// Updates the gauges of remembered state, before metrics are rendered.
     pub fn refresh_gauges(&self) {
+        let live = i64::try_from(super::site::live_snapshots()).unwrap_or(i64::MAX);
+        self.metrics.snapshots.set(live);
         let (delays, fetches) = self.politeness.entries();
         let tracked = &self.metrics.tracked;
         tracked

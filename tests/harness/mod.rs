@@ -112,7 +112,9 @@ impl Origin {
                         let state = state.clone();
                         async move { Ok::<_, Infallible>(answer(&state, request).await) }
                     });
+                    // Room for request headers up to pingora's own limit (1 MiB).
                     let _ = hyper::server::conn::http1::Builder::new()
+                        .max_buf_size(2 << 20)
                         .serve_connection(TokioIo::new(stream), service)
                         .await;
                 });
