@@ -35,6 +35,7 @@ echo "load.sh: building crawlgate and the bare pingora proxy (release)" >&2
 cargo build --release --quiet --bin crawlgate --example bare_proxy
 
 work=$(mktemp -d /tmp/crawlgate-load.XXXXXX)
+chmod 755 "$work"   # nginx's workers run as an unprivileged user and must read the pages
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
@@ -162,14 +163,14 @@ local blocked = {
   "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)",
   "CCBot/2.0 (https://commoncrawl.org/faq/)",
 }
-local n = 0
+local n, p, a, b = 0, 0, 0, 0
 request = function()
   n = n + 1
   local slot = n % 10
   local ua
-  if slot < 7 then ua = people[n % #people + 1]
-  elseif slot < 9 then ua = allowed[n % #allowed + 1]
-  else ua = blocked[n % #blocked + 1] end
+  if slot < 7 then p = p + 1; ua = people[p % #people + 1]
+  elseif slot < 9 then a = a + 1; ua = allowed[a % #allowed + 1]
+  else b = b + 1; ua = blocked[b % #blocked + 1] end
   local path = "/blog/post-" .. (n % 50 + 1) .. ".html"
   return wrk.format("GET", path, { ["User-Agent"] = ua })
 end

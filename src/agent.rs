@@ -6,7 +6,7 @@
 //! automaton holds every known token (and the words that betray an unnamed crawler), so a header
 //! is scanned once whatever the size of the catalog.
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fmt;
@@ -155,9 +155,11 @@ impl Classifier {
             .iter()
             .map(|agent| agent.token.as_str())
             .chain(CRAWLER_WORDS);
+        // A full DFA: the fastest search, and a few hundred short tokens keep it small.
         let automaton = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
+            .kind(Some(AhoCorasickKind::DFA))
             .build(patterns)?;
         Ok(Classifier {
             agents: unique,

@@ -152,7 +152,7 @@ fn to_json(decision: &Decision, path: &str, args: &ExplainArgs) -> String {
         "client": decision.client.to_string(),
         "peer": args.ip.to_string(),
         "bot": &*decision.bot,
-        "token": decision.token,
+        "token": &*decision.token,
         "category": decision.category,
         "crawler": decision.crawler,
         "verification": decision.verification,
@@ -218,7 +218,7 @@ fn write_text(
     let token = if decision.token.is_empty() {
         "*"
     } else {
-        decision.token.as_str()
+        &*decision.token
     };
     let groups = snapshot.robots.groups_for(&decision.token);
     let lines: Vec<String> = groups

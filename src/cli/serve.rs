@@ -1,12 +1,12 @@
 //! `crawlgate serve` and `crawlgate validate`.
 
 use super::{CliError, ExitStatus};
-use crate::catalog::Catalog;
 use crate::policy::Action;
 use crate::proxy::config::{Settings, SiteFlags, UpstreamAddr};
 use crate::proxy::reload::ConfigSource;
 use crate::proxy::server::{self, DEMO_LISTEN, DEMO_METRICS};
-use crate::proxy::site::Site;
+use crate::proxy::site::{CatalogIndex, Site};
+use crate::proxy::state::load_catalog;
 use crate::proxy::verify::ranges::RangeSet;
 use std::io::Write;
 use std::path::PathBuf;
@@ -120,11 +120,8 @@ pub fn run_serve(args: &ServeArgs) -> Result<ExitStatus, CliError> {
 /// Runs `validate`: the configuration, its catalog and every robots.txt file it names.
 pub fn run_validate(args: &ValidateArgs, mut out: impl Write) -> Result<ExitStatus, CliError> {
     let settings = Settings::from_file(&args.config).map_err(config_error)?;
-    let catalog = match &settings.catalog {
-        Some(path) => Catalog::from_file(path),
-        None => Catalog::embedded(),
-    }
-    .map_err(config_error)?;
+    let catalog = load_catalog(&settings).map_err(config_error)?;
+    let catalog = CatalogIndex::new(catalog).map_err(config_error)?;
     for site in &settings.sites {
         let site = Site::new(site.clone(), &catalog).map_err(config_error)?;
         let snapshot = site.snapshot.load();

@@ -397,6 +397,8 @@ pub struct PingoraFile {
     pub upstream_keepalive_pool_size: Option<usize>,
     /// Accept tasks per listening socket (default 1).
     pub listener_tasks_per_fd: Option<usize>,
+    /// Bytes of read buffer per client connection (default 16384; pingora's own is 65536).
+    pub read_buffer_bytes: Option<usize>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -521,7 +523,13 @@ pub struct PingoraSettings {
     pub upstream_keepalive_pool_size: usize,
     /// Accept tasks per listening socket.
     pub listener_tasks_per_fd: usize,
+    /// Bytes of read buffer per client connection.
+    pub read_buffer_bytes: usize,
 }
+
+/// The read buffer of a client connection: one TLS record, and room for any ordinary request
+/// header, at a quarter of pingora's default memory per idle connection.
+pub const DEFAULT_READ_BUFFER_BYTES: usize = 16 * 1024;
 
 /// Everything the proxy runs on, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -785,6 +793,10 @@ impl Validator<'_> {
                 work_stealing: pingora.work_stealing.unwrap_or(true),
                 upstream_keepalive_pool_size: pingora.upstream_keepalive_pool_size.unwrap_or(128),
                 listener_tasks_per_fd: pingora.listener_tasks_per_fd.unwrap_or(1).max(1),
+                read_buffer_bytes: pingora
+                    .read_buffer_bytes
+                    .unwrap_or(DEFAULT_READ_BUFFER_BYTES)
+                    .max(1024),
             },
         })
     }

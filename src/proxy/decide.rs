@@ -77,7 +77,7 @@ pub struct Decision {
     /// The metric label of the requester (`GPTBot`, `unnamed`, `person`).
     pub bot: Arc<str>,
     /// The product token robots.txt is asked about (`""` for `*`).
-    pub token: String,
+    pub token: Arc<str>,
     /// The category label.
     pub category: &'static str,
     /// Whether it is a crawler.
@@ -124,52 +124,42 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
         .trusted
         .client(peer, facts.forwarded_for, facts.forwarded);
     let snapshot = site.snapshot.load_full();
-    let identity = snapshot.classifier.classify(facts.user_agent);
+    let identity = snapshot.classify(facts.user_agent);
     let bot = snapshot.bot_label(&identity).clone();
     let robots_txt = is_robots_txt(facts.path);
-    let site_name: Arc<str> = Arc::from(site.settings.name.as_str());
+    let site_name = &site.name;
+    let (token, token_lower) = snapshot.token(&identity);
+    let (token, token_lower) = (token.clone(), token_lower.clone());
 
-    let (requester, token, category) = match identity {
-        Identity::Crawler { agent, .. } => (
-            Requester::Crawler,
-            agent.token.clone(),
-            agent.category.as_str(),
-        ),
-        Identity::Unnamed => (Requester::Crawler, String::new(), "unnamed"),
-        Identity::Person => (Requester::Person, String::new(), "person"),
+    let (requester, category) = match identity {
+        Identity::Crawler { agent, .. } => (Requester::Crawler, agent.category.as_str()),
+        Identity::Unnamed => (Requester::Crawler, "unnamed"),
+        Identity::Person => (Requester::Person, "person"),
     };
     let verification = match identity {
-        Identity::Crawler { agent, .. }
-            if global.verifier.covers(&agent.token.to_ascii_lowercase()) =>
-        {
+        Identity::Crawler { agent, .. } if global.verifier.covers(&token_lower) => {
             global
                 .verifier
                 .verify(&agent.token, client, mode.use_dns)
                 .await
         }
-        Identity::Crawler { agent, .. } => Verification {
-            result: Verified::Unverifiable,
-            method: "none",
-            detail: format!(
-                "no published ranges or reverse DNS are configured for {}",
-                agent.token
-            ),
-        },
-        Identity::Unnamed => Verification {
-            result: Verified::Unverifiable,
-            method: "none",
-            detail: "an unnamed crawler claims no identity".into(),
-        },
+        Identity::Crawler { .. } => Verification::fixed(
+            Verified::Unverifiable,
+            "no published ranges or reverse DNS are configured for this crawler",
+        ),
+        Identity::Unnamed => Verification::fixed(
+            Verified::Unverifiable,
+            "an unnamed crawler claims no identity",
+        ),
         Identity::Person => Verification::none(),
     };
     let spoofed = verification.result == Verified::Spoofed;
     // A fake Googlebot is not Googlebot: robots.txt is read for it as for any unnamed crawler,
     // and its politeness state is its own address's, not Googlebot's.
-    let token = if spoofed { String::new() } else { token };
+    let unnamed = snapshot.token(&Identity::Unnamed).0.clone();
+    let token = if spoofed { unnamed } else { token };
     let subject = match (&identity, spoofed) {
-        (Identity::Crawler { agent, .. }, false) => {
-            Subject::Crawler(Arc::from(agent.token.to_ascii_lowercase()))
-        }
+        (Identity::Crawler { .. }, false) => Subject::Crawler(token_lower),
         _ => Subject::Client(client),
     };
 
@@ -199,11 +189,11 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     let now = SystemTime::now();
     if robots_txt {
         if mode.record {
-            politeness.robots_fetched(&site_name, &subject, now);
+            politeness.robots_fetched(site_name, &subject, now);
         }
         return Some(decision);
     }
-    let last_fetch = politeness.last_robots_fetch(&site_name, &subject);
+    let last_fetch = politeness.last_robots_fetch(site_name, &subject);
     decision.last_robots_fetch = last_fetch;
     let window = shared.politeness_settings.robots_read_window;
     decision.robots_unread =
@@ -250,7 +240,7 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
             .crawl_delay(&decision.token)
             .filter(|d| !d.is_zero())
         {
-            let pace = politeness.pace(&site_name, &subject, delay, Instant::now(), mode.record);
+            let pace = politeness.pace(site_name, &subject, delay, Instant::now(), mode.record);
             let (exceeded, retry_after) = match pace {
                 Pace::Ok => (false, None),
                 Pace::TooSoon(wait) => (true, Some(wait)),

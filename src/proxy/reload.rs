@@ -6,7 +6,7 @@
 //! Each outcome is logged when it changes, not every time it repeats.
 
 use super::config::{OnUnreachable, RobotsSource, Settings, SiteFlags};
-use super::site::{Site, Sites, Snapshot, SourceState};
+use super::site::{CatalogIndex, Site, Sites, Snapshot, SourceState};
 use super::source::{Fetched, FilePoll, FileWatch, OriginClient, FILE_POLL};
 use super::state::{load_catalog, load_ranges, Global, Shared};
 use super::verify::RangesEntry;
@@ -280,6 +280,7 @@ impl Reloader {
             .apply(&mut settings)
             .map_err(|e| e.to_string())?;
         let catalog = load_catalog(&settings).map_err(|e| e.to_string())?;
+        let catalog = CatalogIndex::new(catalog).map_err(|e| e.to_string())?;
         let mut old = match self.settings.lock() {
             Ok(old) => old,
             Err(poisoned) => poisoned.into_inner(),
@@ -292,9 +293,9 @@ impl Reloader {
         {
             log::warn!("listeners, access log and pingora settings change only on restart; the rest is applied");
         }
-        let global =
-            Global::new(&settings, &catalog, &self.shared.metrics).map_err(|e| e.to_string())?;
-        let catalog_changed = *self.shared.catalog.load_full() != catalog;
+        let global = Global::new(&settings, &catalog.catalog, &self.shared.metrics)
+            .map_err(|e| e.to_string())?;
+        let catalog_changed = self.shared.catalog.load().catalog != catalog.catalog;
         let current = self.shared.sites.load();
         let mut sites = Vec::new();
         for site_settings in &settings.sites {

@@ -199,25 +199,6 @@ impl ProxyHttp for CrawlGate {
             respond(session, 400, Bytes::from(problem.message()), None).await?;
             return Ok(true);
         }
-        let prefix = {
-            let sites = self.shared.sites.load();
-            sites
-                .route(host_of(session.req_header()))
-                .map(|site| site.settings.tag_prefix.clone())
-        };
-        let Some(prefix) = prefix else {
-            self.shared.metrics.unknown_host.inc();
-            let host = host_of(session.req_header())
-                .map(String::from_utf8_lossy)
-                .unwrap_or_default();
-            let body = format!(
-                "crawlgate: no site is configured for host `{}`\n",
-                sanitize(&host)
-            );
-            respond(session, 421, Bytes::from(body), None).await?;
-            return Ok(true);
-        };
-        strip_forged_headers(session.req_header_mut(), &prefix);
         let peer = session
             .client_addr()
             .and_then(|a| a.as_inet())
@@ -235,14 +216,9 @@ impl ProxyHttp for CrawlGate {
             .iter()
             .map(|v| v.as_bytes())
             .collect();
-        let path = request
-            .uri
-            .path_and_query()
-            .map_or("/", |p| p.as_str())
-            .to_owned();
         let facts = RequestFacts {
             host: host_of(request),
-            path: &path,
+            path: request.uri.path_and_query().map_or("/", |p| p.as_str()),
             user_agent: request
                 .headers
                 .get(USER_AGENT)
@@ -251,20 +227,32 @@ impl ProxyHttp for CrawlGate {
             forwarded_for: &forwarded_for,
             forwarded: &forwarded,
         };
+        // Forged verdict headers cannot sway the decision (it reads none of them); they are
+        // stripped once the site, and so its prefix, is known.
         let Some(decision) = decide::decide(&self.shared, &facts, Mode::LIVE).await else {
-            // The site went away between the two loads (a configuration reload): let pingora
-            // answer as for any failure.
-            return Error::e_explain(
-                HTTPStatus(503),
-                "the site was reconfigured during the request",
+            self.shared.metrics.unknown_host.inc();
+            let host = host_of(session.req_header())
+                .map(String::from_utf8_lossy)
+                .unwrap_or_default();
+            let body = format!(
+                "crawlgate: no site is configured for host `{}`\n",
+                sanitize(&host)
             );
+            respond(session, 421, Bytes::from(body), None).await?;
+            return Ok(true);
         };
+        strip_forged_headers(session.req_header_mut(), &decision.site.settings.tag_prefix);
+        let path = session
+            .req_header()
+            .uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str());
         let answer = if decision.robots_txt && decision.snapshot.serve_locally {
             Some((200, decision.snapshot.bytes.clone(), None))
         } else {
             match decision.outcome {
                 Outcome::Blocked => {
-                    let body = block_message(&decision, &path);
+                    let body = block_message(&decision, path);
                     Some((decision.site.settings.block_status, Bytes::from(body), None))
                 }
                 Outcome::Throttled => {
@@ -473,7 +461,8 @@ mod tests {
         assert_eq!(host_problem(&request), None);
         request.append_header("Host", "b.test").unwrap();
         assert_eq!(host_problem(&request), Some(HostProblem::Duplicate));
-        let absolute = RequestHeader::build("GET", b"http://a.test/x", None).unwrap();
+        let mut absolute = RequestHeader::build("GET", b"/x", None).unwrap();
+        absolute.set_uri(http::Uri::from_static("http://a.test/x"));
         assert_eq!(host_problem(&absolute), None);
     }
 

@@ -61,21 +61,67 @@ pub fn live_snapshots() -> usize {
 /// The robots.txt text that stands in when the real one is unavailable or unreachable.
 const DISALLOW_ALL: &[u8] = b"User-agent: *\nDisallow: /\n";
 
+/// The catalog's crawlers, classified by one automaton that every site shares: a site pays only
+/// for the tokens its own robots.txt and overrides add.
+#[derive(Debug)]
+pub struct CatalogIndex {
+    /// The catalog.
+    pub catalog: Catalog,
+    classifier: Arc<Classifier>,
+    /// Each catalog agent's token as written and lower-cased.
+    tokens: Vec<(Arc<str>, Arc<str>)>,
+}
+
+impl CatalogIndex {
+    /// Builds the shared automaton over a catalog.
+    pub fn new(catalog: Catalog) -> Result<CatalogIndex, ClassifierError> {
+        let classifier = Arc::new(Classifier::new(catalog.known_agents())?);
+        let tokens = token_pairs(classifier.agents());
+        Ok(CatalogIndex {
+            catalog,
+            classifier,
+            tokens,
+        })
+    }
+
+    fn knows(&self, token: &str) -> bool {
+        self.tokens
+            .iter()
+            .any(|(written, _)| written.eq_ignore_ascii_case(token))
+    }
+}
+
+fn token_pairs(agents: &[KnownAgent]) -> Vec<(Arc<str>, Arc<str>)> {
+    agents
+        .iter()
+        .map(|agent| {
+            (
+                Arc::from(agent.token.as_str()),
+                Arc::from(agent.token.to_ascii_lowercase()),
+            )
+        })
+        .collect()
+}
+
 /// Everything a request of one site is decided with, built at once and swapped in whole.
 #[derive(Debug)]
 pub struct Snapshot {
     /// The compiled robots.txt in force (or its stand-in).
     pub robots: Robots,
-    /// Known crawlers: the catalog, then the tokens the file and the overrides name.
-    pub classifier: Classifier,
-    /// The metric label of each of the classifier's agents.
+    /// The catalog's crawlers (shared by every site).
+    catalog: Arc<Classifier>,
+    /// Tokens the file and the overrides name that the catalog does not: this site's own.
+    extras: Option<Classifier>,
+    /// Per agent, catalog first then extras: token as written and lower-cased, metric label,
+    /// and action (its override, else the site's).
+    tokens: Vec<(Arc<str>, Arc<str>)>,
     bot_labels: Vec<Arc<str>>,
-    /// The action for each of the classifier's agents (its override, else the site's).
     actions: Vec<Action>,
     /// The site's action, for unnamed crawlers.
     site_action: Action,
     unnamed_label: Arc<str>,
     person_label: Arc<str>,
+    no_token: Arc<str>,
     /// The bytes as loaded (empty for a stand-in).
     pub bytes: Bytes,
     /// Whether crawlgate serves `/robots.txt` itself (file and inline sources).
@@ -92,7 +138,7 @@ impl Snapshot {
     /// Builds a snapshot from loaded bytes (or a stand-in for `state`).
     pub fn build(
         site: &SiteSettings,
-        catalog: &Catalog,
+        catalog: &CatalogIndex,
         bytes: Bytes,
         state: SourceState,
     ) -> Result<Snapshot, ClassifierError> {
@@ -109,50 +155,92 @@ impl Snapshot {
             }
             SourceState::Unreachable | SourceState::Pending => Robots::parse(b""),
         };
-        let catalog_agents = catalog.known_agents();
         let named: Vec<KnownAgent> = robots
             .file()
             .groups
             .iter()
             .flat_map(|group| group.agents.iter())
             .chain(site.bot_tokens.iter())
+            .filter(|token| !catalog.knows(token))
             .map(|token| KnownAgent::unlisted(token))
             .collect();
-        let catalog_len = catalog.bots.len();
-        let classifier = Classifier::new(catalog_agents.chain(named))?;
-        let bot_labels = classifier
-            .agents()
+        let extras = if named.is_empty() {
+            None
+        } else {
+            Some(Classifier::new(named)?)
+        };
+        let mut tokens = catalog.tokens.clone();
+        if let Some(extras) = &extras {
+            tokens.extend(token_pairs(extras.agents()));
+        }
+        let catalog_len = catalog.tokens.len();
+        let other: Arc<str> = Arc::from("other");
+        let bot_labels = tokens
             .iter()
             .enumerate()
-            .map(|(index, agent)| {
+            .map(|(index, (written, _))| {
                 if index < catalog_len + MAX_SITE_TOKEN_LABELS {
-                    Arc::from(agent.token.as_str())
+                    written.clone()
                 } else {
-                    Arc::from("other")
+                    other.clone()
                 }
             })
             .collect();
-        let actions = classifier
-            .agents()
+        let actions = tokens
             .iter()
-            .map(|agent| site.action_for(&agent.token.to_ascii_lowercase()))
+            .map(|(_, lower)| site.action_for(lower))
             .collect();
         let sha256 = hex(&Sha256::digest(&bytes));
         LIVE_SNAPSHOTS.fetch_add(1, Ordering::Relaxed);
         Ok(Snapshot {
             robots,
-            classifier,
+            catalog: catalog.classifier.clone(),
+            extras,
+            tokens,
             bot_labels,
             actions,
             site_action: site.action,
             unnamed_label: Arc::from("unnamed"),
             person_label: Arc::from("person"),
+            no_token: Arc::from(""),
             serve_locally: !matches!(site.robots.source, RobotsSource::Origin),
             bytes,
             sha256,
             loaded_at: SystemTime::now(),
             state,
         })
+    }
+
+    /// Classifies a User-Agent against the catalog and this site's own tokens: the longest
+    /// known token wins, as within one automaton.
+    pub fn classify<'a>(&'a self, user_agent: &[u8]) -> Identity<'a> {
+        let from_catalog = self.catalog.classify(user_agent);
+        let Some(extras) = &self.extras else {
+            return from_catalog;
+        };
+        let offset = self.catalog.agents().len();
+        match (from_catalog, extras.classify(user_agent)) {
+            (
+                Identity::Crawler { index, agent },
+                Identity::Crawler {
+                    agent: own,
+                    index: own_index,
+                },
+            ) if own.token.len() > agent.token.len() => {
+                let _ = index;
+                Identity::Crawler {
+                    index: offset + own_index,
+                    agent: own,
+                }
+            }
+            (catalog @ Identity::Crawler { .. }, _) => catalog,
+            (_, Identity::Crawler { index, agent }) => Identity::Crawler {
+                index: offset + index,
+                agent,
+            },
+            (Identity::Unnamed, _) | (_, Identity::Unnamed) => Identity::Unnamed,
+            _ => Identity::Person,
+        }
     }
 
     /// The metric label for an identity.
@@ -163,6 +251,18 @@ impl Snapshot {
             }
             Identity::Unnamed => &self.unnamed_label,
             Identity::Person => &self.person_label,
+        }
+    }
+
+    /// The token robots.txt is read with for an identity (`""` reads the `*` group), and its
+    /// lower-cased form.
+    pub fn token(&self, identity: &Identity<'_>) -> (&Arc<str>, &Arc<str>) {
+        match identity {
+            Identity::Crawler { index, .. } => match self.tokens.get(*index) {
+                Some((written, lower)) => (written, lower),
+                None => (&self.no_token, &self.no_token),
+            },
+            Identity::Unnamed | Identity::Person => (&self.no_token, &self.no_token),
         }
     }
 
@@ -209,6 +309,8 @@ fn hex(bytes: &[u8]) -> String {
 pub struct Site {
     /// Its settings.
     pub settings: SiteSettings,
+    /// Its name, shared (a politeness key part and a label).
+    pub name: Arc<str>,
     /// The snapshot in force.
     pub snapshot: ArcSwap<Snapshot>,
     /// The snapshot it replaced, for crawlers that read that file within the grace period.
@@ -261,7 +363,7 @@ impl Site {
 
     /// Sets a site up: its peer, and its first snapshot (a file or inline text is read now; an
     /// origin's file is fetched by the reload service, and is `Pending` until then).
-    pub fn new(settings: SiteSettings, catalog: &Catalog) -> Result<Site, SiteError> {
+    pub fn new(settings: SiteSettings, catalog: &CatalogIndex) -> Result<Site, SiteError> {
         let name = settings.name.clone();
         let (bytes, state) = match &settings.robots.source {
             RobotsSource::File(path) => {
@@ -304,6 +406,7 @@ impl Site {
         peer.options.read_timeout = Some(settings.upstream_timeout);
         peer.options.write_timeout = Some(settings.upstream_timeout);
         Ok(Site {
+            name: Arc::from(settings.name.as_str()),
             settings,
             snapshot: ArcSwap::from_pointee(snapshot),
             previous: ArcSwapOption::empty(),
@@ -392,19 +495,20 @@ mod tests {
             "inline: \"User-agent: FooCrawler\\nDisallow: /\\n\"",
             "    bots: {BarAgent: tag}\n",
         );
-        let catalog = Catalog::embedded().unwrap();
+        let catalog = CatalogIndex::new(Catalog::embedded().unwrap()).unwrap();
         let site = Site::new(site, &catalog).unwrap();
         let snapshot = site.snapshot.load();
-        let identity = snapshot.classifier.classify(b"FooCrawler/1.0");
+        let identity = snapshot.classify(b"FooCrawler/1.0");
         assert_eq!(&**snapshot.bot_label(&identity), "FooCrawler");
         assert_eq!(snapshot.action(&identity), Action::Block);
-        let identity = snapshot.classifier.classify(b"BarAgent");
+        let identity = snapshot.classify(b"BarAgent");
         assert_eq!(&**snapshot.bot_label(&identity), "BarAgent");
         assert_eq!(snapshot.action(&identity), Action::Tag);
-        let identity = snapshot
-            .classifier
-            .classify(b"Mozilla/5.0 (compatible; GPTBot/1.2)");
+        let identity = snapshot.classify(b"Mozilla/5.0 (compatible; GPTBot/1.2)");
         assert_eq!(&**snapshot.bot_label(&identity), "GPTBot");
+        // A site token longer than a catalog token in the same header wins, as in one automaton.
+        let identity = snapshot.classify(b"GPTBot/1.0 FooCrawler/2.0");
+        assert_eq!(&**snapshot.bot_label(&identity), "FooCrawler");
         assert_eq!(&**snapshot.bot_label(&Identity::Person), "person");
         assert!(snapshot.serve_locally);
         assert_eq!(snapshot.sha256.len(), 64);
@@ -421,7 +525,7 @@ mod tests {
             text.push_str(&format!("User-agent: zz{token}\n"));
         }
         text.push_str("Disallow: /\n");
-        let catalog = Catalog::embedded().unwrap();
+        let catalog = CatalogIndex::new(Catalog::embedded().unwrap()).unwrap();
         let snapshot = Snapshot::build(
             &settings("origin: true", ""),
             &catalog,
@@ -429,15 +533,15 @@ mod tests {
             SourceState::Loaded,
         )
         .unwrap();
-        let first = snapshot.classifier.classify(b"zzaaaa");
+        let first = snapshot.classify(b"zzaaaa");
         assert_eq!(&**snapshot.bot_label(&first), "zzaaaa");
-        let last = snapshot.classifier.classify(b"zzabbj");
+        let last = snapshot.classify(b"zzabbj");
         assert_eq!(&**snapshot.bot_label(&last), "other");
     }
 
     #[test]
     fn stand_ins_follow_on_unreachable() {
-        let catalog = Catalog::embedded().unwrap();
+        let catalog = CatalogIndex::new(Catalog::embedded().unwrap()).unwrap();
         let keep = settings("origin: true", "");
         let pending = Snapshot::build(&keep, &catalog, Bytes::new(), SourceState::Pending).unwrap();
         assert!(!pending.robots.is_allowed("x", "/a"));
@@ -453,7 +557,7 @@ mod tests {
 
     #[test]
     fn routing_by_host() {
-        let catalog = Catalog::embedded().unwrap();
+        let catalog = CatalogIndex::new(Catalog::embedded().unwrap()).unwrap();
         let mut a = settings("inline: x", "    hosts: [a.example, www.a.example]\n");
         a.name = "a".into();
         let b = settings("inline: x", "");

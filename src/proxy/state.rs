@@ -6,7 +6,7 @@ use super::client::TrustedProxies;
 use super::config::{PolitenessSettings, Settings};
 use super::metrics::Metrics;
 use super::politeness::Politeness;
-use super::site::{Site, SiteError, Sites, Snapshot, SourceState};
+use super::site::{CatalogIndex, Site, SiteError, Sites, Snapshot, SourceState};
 use super::verify::dns::{DnsError, DnsVerifier};
 use super::verify::ranges::RangeSet;
 use super::verify::{RangesEntry, Verifier};
@@ -115,8 +115,8 @@ pub fn load_ranges(entry: &RangesEntry, metrics: &Metrics) -> bool {
 pub struct Shared {
     /// The sites in force.
     pub sites: ArcSwap<Sites>,
-    /// The crawler catalog in force.
-    pub catalog: ArcSwap<Catalog>,
+    /// The crawler catalog in force, with its shared automaton.
+    pub catalog: ArcSwap<CatalogIndex>,
     /// The metrics.
     pub metrics: Metrics,
     /// The access log, when configured.
@@ -141,6 +141,9 @@ pub enum StateError {
     /// The DNS resolver cannot be set up.
     #[error(transparent)]
     Dns(#[from] DnsError),
+    /// The catalog's automaton cannot be built.
+    #[error("catalog: {0}")]
+    Classifier(crate::agent::ClassifierError),
 }
 
 /// Reads the catalog the settings name, or the embedded one.
@@ -158,13 +161,13 @@ impl Shared {
         metrics: Metrics,
         access_log: Option<AccessLog>,
     ) -> Result<Shared, StateError> {
-        let catalog = load_catalog(settings)?;
+        let catalog = CatalogIndex::new(load_catalog(settings)?).map_err(StateError::Classifier)?;
         let mut sites = Vec::new();
         for site in &settings.sites {
             let site = Site::new(site.clone(), &catalog)?;
             sites.push(Arc::new(site));
         }
-        let global = Global::new(settings, &catalog, &metrics)?;
+        let global = Global::new(settings, &catalog.catalog, &metrics)?;
         let politeness = &settings.politeness;
         let remember = politeness.robots_read_window.max(politeness.grace);
         let shared = Shared {

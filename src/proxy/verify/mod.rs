@@ -10,6 +10,7 @@ use arc_swap::ArcSwapOption;
 use dns::{DnsOutcome, DnsVerifier};
 use ranges::RangeSet;
 use serde::Serialize;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -49,7 +50,7 @@ pub struct Verification {
     /// How it was reached: `ranges`, `reverse-dns`, `none`.
     pub method: &'static str,
     /// Why, for people: `66.249.66.1 is in Googlebot's published ranges`.
-    pub detail: String,
+    pub detail: Cow<'static, str>,
 }
 
 impl Verification {
@@ -57,13 +58,22 @@ impl Verification {
         Verification {
             result,
             method,
-            detail,
+            detail: Cow::Owned(detail),
         }
     }
 
     /// Nothing to verify (people).
     pub fn none() -> Verification {
-        Verification::new(Verified::None, "none", String::new())
+        Verification::fixed(Verified::None, "")
+    }
+
+    /// A verdict reached without looking, with a fixed reason (no allocation on the request path).
+    pub fn fixed(result: Verified, detail: &'static str) -> Verification {
+        Verification {
+            result,
+            method: "none",
+            detail: Cow::Borrowed(detail),
+        }
     }
 }
 
