@@ -12,14 +12,25 @@
 //! scratch memory grows with states × patterns and reached tens of gigabytes on real 512 KiB
 //! files. The lazy DFA is told never to give up: when its cache fills it is cleared and rebuilt,
 //! which is slower but bounded in memory.
+//!
+//! Groups whose patterns have no `*` inside (most large files: thousands of plain paths) take a
+//! faster path that never builds states at query time: the longest literal prefix of the path
+//! comes from one anchored leftmost-longest Aho-Corasick search, whole-path (`$`) patterns from a
+//! hash map, and the earlier of the two in precedence order decides. A crawler that walks a site
+//! visits new paths all the time; a lazy DFA over thousands of long literals then spends its time
+//! building states (measured in `benches/matcher.rs`, group `cache`).
 
-use super::pattern::Prepared;
+use super::pattern::{Literal, Prepared};
 use super::problem::{Problem, ProblemKind};
+use aho_corasick::{
+    AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind as AcMatchKind, StartKind,
+};
 use regex_automata::hybrid::dfa::{Cache, DFA};
 use regex_automata::nfa::thompson::{self, WhichCaptures};
 use regex_automata::util::pool::Pool;
 use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input, MatchKind};
+use std::collections::HashMap;
 use std::fmt;
 
 /// The most memory one compiled NFA may take. A 512 KiB file of plain prefixes needs a few MiB;
@@ -50,12 +61,83 @@ impl fmt::Debug for Chunk {
     }
 }
 
+/// Groups without wildcards: literal prefixes and whole paths.
+#[derive(Debug)]
+struct Literals {
+    /// Anchored, leftmost-longest: the longest prefix pattern of a path.
+    prefixes: Option<AhoCorasick>,
+    /// Pattern id → position in [`GroupMatcher::order`].
+    prefix_position: Vec<usize>,
+    /// Whole-path patterns → position in [`GroupMatcher::order`].
+    whole: HashMap<Box<[u8]>, usize>,
+}
+
+impl Literals {
+    /// Builds the literal matcher when every rule is literal (`rules` in precedence order, one
+    /// per distinct pattern and kind); `None` when one is not, or the automaton cannot be built.
+    fn build(rules: &[Prepared]) -> Option<Literals> {
+        let mut prefixes: Vec<&[u8]> = Vec::new();
+        let mut prefix_position = Vec::new();
+        let mut seen_prefix: HashMap<&[u8], ()> = HashMap::new();
+        let mut whole: HashMap<Box<[u8]>, usize> = HashMap::new();
+        for (position, rule) in rules.iter().enumerate() {
+            // The first rule in precedence order for a pattern is the one that can decide: an
+            // `allow` beats a `disallow` of the same pattern.
+            match rule.literal()? {
+                Literal::Prefix(body) => {
+                    if seen_prefix.insert(body, ()).is_none() {
+                        prefixes.push(body);
+                        prefix_position.push(position);
+                    }
+                }
+                Literal::Whole(body) => {
+                    whole.entry(body.into()).or_insert(position);
+                }
+            }
+        }
+        let prefixes = if prefixes.is_empty() {
+            None
+        } else {
+            let automaton = AhoCorasickBuilder::new()
+                .match_kind(AcMatchKind::LeftmostLongest)
+                .start_kind(StartKind::Anchored)
+                .kind(Some(AhoCorasickKind::ContiguousNFA))
+                .build(&prefixes)
+                .ok()?;
+            Some(automaton)
+        };
+        Some(Literals {
+            prefixes,
+            prefix_position,
+            whole,
+        })
+    }
+
+    /// The position in precedence order of the rule that decides for `path`, if any matches.
+    fn decide(&self, path: &[u8]) -> Option<usize> {
+        let prefix = self.prefixes.as_ref().and_then(|automaton| {
+            let input = aho_corasick::Input::new(path).anchored(aho_corasick::Anchored::Yes);
+            let found = automaton.find(input)?;
+            self.prefix_position
+                .get(found.pattern().as_usize())
+                .copied()
+        });
+        let whole = self.whole.get(path).copied();
+        match (prefix, whole) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
 /// The compiled rules of one group (or of several merged groups).
 #[derive(Debug, Default)]
 pub(crate) struct GroupMatcher {
     /// Rule indices (into the file's rules) in precedence order.
     order: Vec<usize>,
-    /// Automata over consecutive runs of `order`: usually one.
+    /// The literal fast path, when every rule is literal.
+    literals: Option<Literals>,
+    /// Otherwise: automata over consecutive runs of `order`, usually one.
     chunks: Vec<Chunk>,
 }
 
@@ -102,6 +184,11 @@ impl GroupMatcher {
         rules.sort_by(Prepared::precedence);
         rules.dedup_by(|later, earlier| later.same_as(earlier));
         let mut matcher = GroupMatcher::default();
+        if let Some(literals) = Literals::build(&rules) {
+            matcher.order = rules.iter().map(|rule| rule.rule).collect();
+            matcher.literals = Some(literals);
+            return matcher;
+        }
         let regexes: Vec<String> = rules.iter().map(Prepared::regex).collect();
         matcher.compile(&rules, &regexes, cache_capacity, problems);
         matcher
@@ -145,6 +232,11 @@ impl GroupMatcher {
 
     /// The index of the rule that decides for `path` (normalised), if any rule matches.
     pub fn decide(&self, path: &[u8]) -> Option<usize> {
+        if let Some(literals) = &self.literals {
+            return literals
+                .decide(path)
+                .and_then(|position| self.order.get(position).copied());
+        }
         let input = Input::new(path).anchored(Anchored::Yes);
         // Chunks are in precedence order too: the first chunk with a match holds the winner.
         self.chunks.iter().find_map(|chunk| {
@@ -161,5 +253,71 @@ impl GroupMatcher {
     /// How many distinct rules were compiled.
     pub fn len(&self) -> usize {
         self.order.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::robots::parse::{Rule, RuleKind};
+    use proptest::prelude::*;
+
+    /// The rules as `build` prepares them: sorted by precedence, duplicates removed.
+    fn prepared(rules: &[(bool, String)]) -> Vec<Prepared> {
+        let mut prepared: Vec<Prepared> = rules
+            .iter()
+            .enumerate()
+            .map(|(index, (allow, pattern))| {
+                let kind = if *allow {
+                    RuleKind::Allow
+                } else {
+                    RuleKind::Disallow
+                };
+                let line = u32::try_from(index).unwrap() + 1;
+                let rule = Rule {
+                    kind,
+                    pattern: pattern.clone(),
+                    line,
+                };
+                Prepared::new(index, &rule)
+            })
+            .collect();
+        prepared.sort_by(Prepared::precedence);
+        prepared.dedup_by(|later, earlier| later.same_as(earlier));
+        prepared
+    }
+
+    fn automaton_only(rules: &[Prepared]) -> GroupMatcher {
+        let mut matcher = GroupMatcher::default();
+        let regexes: Vec<String> = rules.iter().map(Prepared::regex).collect();
+        matcher.compile(rules, &regexes, DEFAULT_LAZY_DFA_CACHE, &mut Vec::new());
+        matcher
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+        /// The literal fast path decides exactly as the automaton does, ties and `$` included.
+        #[test]
+        fn the_literal_path_agrees_with_the_automaton(
+            rules in prop::collection::vec((any::<bool>(), "/[ab./]{0,4}\\$?"), 1..12),
+            paths in prop::collection::vec("/[ab./]{0,6}", 1..12),
+        ) {
+            let rules = prepared(&rules);
+            let literal = GroupMatcher::build(rules.clone(), DEFAULT_LAZY_DFA_CACHE, &mut Vec::new());
+            prop_assert!(literal.literals.is_some());
+            let automaton = automaton_only(&rules);
+            for path in &paths {
+                prop_assert_eq!(literal.decide(path.as_bytes()), automaton.decide(path.as_bytes()), "{}", path);
+            }
+        }
+    }
+
+    #[test]
+    fn wildcards_take_the_automaton() {
+        let rules = prepared(&[(false, "/a".into()), (true, "/a*".into())]);
+        let matcher = GroupMatcher::build(rules, DEFAULT_LAZY_DFA_CACHE, &mut Vec::new());
+        assert!(matcher.literals.is_none());
+        assert_eq!(matcher.chunks.len(), 1);
     }
 }

@@ -47,23 +47,46 @@ impl Prepared {
         self.kind == other.kind && self.normalized == other.normalized
     }
 
-    /// The pattern as a regex over bytes, for a search anchored at the path's first octet.
-    ///
-    /// `*` runs become `.*` (with `.` matching any byte); a trailing `*` or `*$` is dropped since
-    /// matching is by prefix anyway; a final `$` becomes the end-of-input anchor.
-    pub fn regex(&self) -> String {
-        let (body, mut anchored) = match self.normalized.split_last() {
+    /// The pattern's body (without a final `$` or trailing `*`s) and whether it must match the
+    /// whole path: `/fish*` is (`/fish`, prefix), `/a$` is (`/a`, whole), `/a*$` is (`/a`, prefix).
+    fn body(&self) -> (&[u8], bool) {
+        let (body, mut whole) = match self.normalized.split_last() {
             Some((b'$', body)) => (body, true),
             _ => (&self.normalized[..], false),
         };
         let mut end = body.len();
         while end > 0 && body[end - 1] == b'*' {
             end -= 1;
-            anchored = false;
+            whole = false;
         }
-        let mut regex = String::with_capacity(end + 8);
+        (&body[..end], whole)
+    }
+
+    /// What the pattern is, when it has no `*` at all: a literal prefix of the path, or (with a
+    /// final `$`) the whole path. A trailing `*` is excluded too although it matches like a
+    /// prefix: it counts in the pattern's length, so the longest body would no longer be the
+    /// rule that takes precedence (`allow: *` ties with `disallow: /`, and allow wins).
+    pub fn literal(&self) -> Option<Literal<'_>> {
+        if self.normalized.contains(&b'*') {
+            return None;
+        }
+        let (body, whole) = self.body();
+        Some(if whole {
+            Literal::Whole(body)
+        } else {
+            Literal::Prefix(body)
+        })
+    }
+
+    /// The pattern as a regex over bytes, for a search anchored at the path's first octet.
+    ///
+    /// `*` runs become `.*` (with `.` matching any byte); a trailing `*` or `*$` is dropped since
+    /// matching is by prefix anyway; a final `$` becomes the end-of-input anchor.
+    pub fn regex(&self) -> String {
+        let (body, anchored) = self.body();
+        let mut regex = String::with_capacity(body.len() + 8);
         let mut previous_star = false;
-        for &byte in &body[..end] {
+        for &byte in body {
             if byte == b'*' {
                 if !previous_star {
                     regex.push_str(".*");
@@ -83,6 +106,15 @@ impl Prepared {
         }
         regex
     }
+}
+
+/// A pattern without wildcards, as the literal matcher uses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Literal<'a> {
+    /// Matches every path that starts with these bytes.
+    Prefix(&'a [u8]),
+    /// Matches exactly this path.
+    Whole(&'a [u8]),
 }
 
 /// The characters regex-syntax gives a meaning to, which must be escaped to stand for themselves.
@@ -138,6 +170,23 @@ mod tests {
         assert_eq!(regex("/$"), "/$");
         assert_eq!(regex("/a?b=(c)|[d]"), "/a\\?b=\\(c\\)%7C\\[d\\]");
         assert_eq!(regex("/caf\u{e9}"), "/caf%C3%A9");
+    }
+
+    #[test]
+    fn literal_shapes() {
+        let shape = |p: &str| {
+            prepared(RuleKind::Disallow, p, 1)
+                .literal()
+                .map(|l| format!("{l:?}"))
+        };
+        let prefix = |b: &[u8]| Some(format!("{:?}", Literal::Prefix(b)));
+        let whole = |b: &[u8]| Some(format!("{:?}", Literal::Whole(b)));
+        assert_eq!(shape("/fish"), prefix(b"/fish"));
+        assert_eq!(shape("/a$"), whole(b"/a"));
+        assert_eq!(shape("/a$b"), prefix(b"/a$b"));
+        assert_eq!(shape("/fish*"), None);
+        assert_eq!(shape("/*.php"), None);
+        assert_eq!(shape("*"), None);
     }
 
     #[test]
