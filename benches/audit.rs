@@ -12,42 +12,12 @@ use crawlgate::audit::{replay_bytes, robots_options, Audit, Format};
 use crawlgate::catalog::Catalog;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
-use std::path::PathBuf;
+
+mod common;
+use common::{corpus_file, generated};
 
 /// Lines in the generated log.
 const LINES: usize = 200_000;
-
-fn corpus_dir() -> PathBuf {
-    std::env::var_os("CRAWLGATE_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/real"))
-}
-
-/// Reads a corpus file, cut at the last line end before `max` bytes.
-fn corpus_file(name: &str, max: usize) -> Option<Vec<u8>> {
-    let mut bytes = std::fs::read(corpus_dir().join(name)).ok()?;
-    if bytes.len() > max {
-        let end = bytes[..max].iter().rposition(|&b| b == b'\n')?;
-        bytes.truncate(end + 1);
-    }
-    Some(bytes)
-}
-
-/// A deterministic stand-in of about `size` bytes: many literal prefixes, some wildcards.
-fn generated(size: usize) -> Vec<u8> {
-    let mut text = String::from("User-agent: GPTBot\nDisallow: /\n\nUser-agent: *\n");
-    let mut i = 0u64;
-    while text.len() < size {
-        let h = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
-        match i % 10 {
-            0 => text.push_str(&format!("Disallow: /*.x{h:x}$\n")),
-            1 => text.push_str(&format!("Allow: /section-{}/public-{h:x}/\n", i % 97)),
-            _ => text.push_str(&format!("Disallow: /section-{}/item-{h:x}/\n", i % 97)),
-        }
-        i += 1;
-    }
-    text.into_bytes()
-}
 
 /// A small deterministic generator (SplitMix64): the log is the same on every run.
 struct Rng(u64);
@@ -199,12 +169,17 @@ fn log(robots: &[u8], catalog: &Catalog, json: bool, distinct: bool) -> Vec<u8> 
 fn replay(c: &mut Criterion) {
     let catalog = Catalog::embedded().unwrap();
     let small = corpus_file("Smerity__texting_robots__twitter__robots.txt", usize::MAX)
-        .unwrap_or_else(|| generated(3_000));
+        .unwrap_or_else(|| generated("User-agent: GPTBot\nDisallow: /\n\nUser-agent: *\n", 3_000));
     let large = corpus_file(
         "vladimir-buzuev-org__robots-top-1m__gobankingrates.com__robots.txt",
         500 * 1024,
     )
-    .unwrap_or_else(|| generated(500 * 1024));
+    .unwrap_or_else(|| {
+        generated(
+            "User-agent: GPTBot\nDisallow: /\n\nUser-agent: *\n",
+            500 * 1024,
+        )
+    });
     let mut group = c.benchmark_group("audit");
     group.sample_size(10);
     group.throughput(Throughput::Elements(LINES as u64));

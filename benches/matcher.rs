@@ -9,7 +9,9 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
-use std::path::PathBuf;
+
+mod common;
+use common::{corpus_file, generated};
 
 /// A robots.txt under test, the agent whose group is the large one, and paths to ask about.
 struct Case {
@@ -17,38 +19,6 @@ struct Case {
     text: Vec<u8>,
     agent: &'static str,
     paths: Vec<String>,
-}
-
-fn corpus_dir() -> PathBuf {
-    std::env::var_os("CRAWLGATE_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/real"))
-}
-
-/// Reads a corpus file, cut at the last line end before `max` bytes.
-fn corpus_file(name: &str, max: usize) -> Option<Vec<u8>> {
-    let mut bytes = std::fs::read(corpus_dir().join(name)).ok()?;
-    if bytes.len() > max {
-        let end = bytes[..max].iter().rposition(|&b| b == b'\n')?;
-        bytes.truncate(end + 1);
-    }
-    Some(bytes)
-}
-
-/// A deterministic stand-in of about `size` bytes: many literal prefixes, some wildcards.
-fn generated(size: usize) -> Vec<u8> {
-    let mut text = String::from("User-agent: *\n");
-    let mut i = 0u64;
-    while text.len() < size {
-        let h = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
-        match i % 10 {
-            0 => text.push_str(&format!("Disallow: /*.x{h:x}$\n")),
-            1 => text.push_str(&format!("Allow: /section-{}/public-{h:x}/\n", i % 97)),
-            _ => text.push_str(&format!("Disallow: /section-{}/item-{h:x}/\n", i % 97)),
-        }
-        i += 1;
-    }
-    text.into_bytes()
 }
 
 /// Paths that exercise the file: concrete instances of some of its rules, and paths no rule has.
@@ -83,17 +53,17 @@ fn paths_for(text: &[u8]) -> Vec<String> {
 
 fn cases() -> Vec<Case> {
     let small = corpus_file("Smerity__texting_robots__twitter__robots.txt", usize::MAX)
-        .unwrap_or_else(|| generated(3_000));
+        .unwrap_or_else(|| generated("User-agent: *\n", 3_000));
     let medium = corpus_file(
         "vladimir-buzuev-org__robots-top-1m__etsy.com__robots.txt",
         usize::MAX,
     )
-    .unwrap_or_else(|| generated(150 * 1024));
+    .unwrap_or_else(|| generated("User-agent: *\n", 150 * 1024));
     let large = corpus_file(
         "vladimir-buzuev-org__robots-top-1m__gobankingrates.com__robots.txt",
         500 * 1024,
     )
-    .unwrap_or_else(|| generated(500 * 1024));
+    .unwrap_or_else(|| generated("User-agent: *\n", 500 * 1024));
     [("small", small), ("150KiB", medium), ("500KiB", large)]
         .into_iter()
         .map(|(name, text)| Case {
