@@ -24,6 +24,10 @@ WRK_THREADS=${WRK_THREADS:-1}
 # mixed: 70% people, 20% allowed crawlers, 10% blocked crawlers; forward: no blocked crawler
 # (every request reaches the origin through every proxy: the cost of deciding, alone).
 MIXES=${MIXES:-mixed forward}
+# RELOAD=1: after the rounds, one more crawlgate run during which its robots.txt is rewritten
+# every 20 ms (by rename and in place, alternately): requests must not fail, and resident memory
+# must stay flat.
+RELOAD=${RELOAD:-0}
 CORPUS=${CRAWLGATE_CORPUS:-../shared/corpus/real}
 LARGE_SOURCE="$CORPUS/vladimir-buzuev-org__robots-top-1m__gobankingrates.com__robots.txt"
 
@@ -208,6 +212,25 @@ for round in $(seq 1 "$ROUNDS"); do
     run "$round" "$mix" crawlgate-500KiB "$LARGE" "$LARGE_PID"
   done
 done
+
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+if [ "$RELOAD" = 1 ]; then
+  v1=$(cat "$work/robots-small.txt"); v2="$v1"$'\nDisallow: /another/\n'
+  rss_before=$(rss_kib "$SMALL_PID")
+  ( end=$((SECONDS + DURATION)); n=0
+    while [ $SECONDS -lt $end ]; do
+      n=$((n + 1)); if [ $((n % 2)) = 0 ]; then text="$v1"; else text="$v2"; fi
+      if [ $((n % 4)) -lt 2 ]; then printf '%s\n' "$text" > "$work/robots-small.txt.tmp" && mv "$work/robots-small.txt.tmp" "$work/robots-small.txt"
+      else printf '%s\n' "$text" > "$work/robots-small.txt"; fi
+      sleep 0.02
+    done; echo "$n" > "$work/rewrites" ) &
+  reload_out=$(wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s "$work/mixed.lua" "http://127.0.0.1:$SMALL")
+  wait
+  rss_after=$(rss_kib "$SMALL_PID")
+  echo "reload under load: $(cat "$work/rewrites") rewrites in ${DURATION}s; RSS ${rss_before} KiB -> ${rss_after} KiB" >&2
+  echo "$reload_out" | grep -E "requests in|Socket errors|Non-2xx" >&2
+  curl -s "http://127.0.0.1:$METRICS1/metrics" | grep -E '^crawlgate_robots_(reloads_total|snapshots)' >&2 || true
+fi
 
 # Every blocked crawler request got a 403 from crawlgate, and nothing else failed.
 curl -s "http://127.0.0.1:$METRICS1/metrics" | grep '^crawlgate_requests_total' > "$work/metrics-small.txt" || true
