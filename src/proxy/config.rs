@@ -605,6 +605,17 @@ const DEFAULT_REFRESH: Duration = Duration::from_secs(60);
 const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// `text` with every YAML line break (CR LF, CR, NEL, LS, PS) written as LF.
+fn normalise_line_breaks(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['\r', '\u{85}', '\u{2028}', '\u{2029}']) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let unified = text
+        .replace("\r\n", "\n")
+        .replace(['\r', '\u{85}', '\u{2028}', '\u{2029}'], "\n");
+    std::borrow::Cow::Owned(unified)
+}
+
 /// Finds the line of the `nth` (0-based) line of `text` that contains `needle`, for errors found
 /// after parsing (serde_yaml keeps no positions in parsed values).
 fn line_of(text: &str, needle: &str, nth: usize) -> Option<usize> {
@@ -1027,6 +1038,10 @@ impl Settings {
         base: &Path,
         resolve: bool,
     ) -> Result<Settings, ConfigError> {
+        // YAML breaks lines at CR, NEL, LS and PS too: with one kind of line break, the lines
+        // serde_yaml reports and the lines the checks below find are the same lines.
+        let normalised = normalise_line_breaks(text);
+        let text = normalised.as_ref();
         let file: ConfigFile = serde_yaml::from_str(text).map_err(|e| ConfigError {
             origin: origin.to_owned(),
             line: e.location().map(|l| l.line()),
