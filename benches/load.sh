@@ -28,6 +28,13 @@ MIXES=${MIXES:-mixed forward}
 # every 20 ms (by rename and in place, alternately): requests must not fail, and resident memory
 # must stay flat.
 RELOAD=${RELOAD:-0}
+# With two CPUs or more, the proxy under test gets CPU 1 to itself and wrk and the origin share
+# CPU 0, so that the proxies' CPU time per request is not muddled by scheduling noise.
+if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
+  PIN_PROXY=${PIN_PROXY:-"taskset -c 1"}; PIN_LOAD=${PIN_LOAD:-"taskset -c 0"}
+else
+  PIN_PROXY=${PIN_PROXY:-}; PIN_LOAD=${PIN_LOAD:-}
+fi
 CORPUS=${CRAWLGATE_CORPUS:-../shared/corpus/real}
 LARGE_SOURCE="$CORPUS/vladimir-buzuev-org__robots-top-1m__gobankingrates.com__robots.txt"
 
@@ -124,11 +131,11 @@ http {
   }
 }
 EOF
-nginx -c "$work/nginx-origin.conf" -p "$work"
-nginx -c "$work/nginx-proxy.conf" -p "$work"
+$PIN_LOAD nginx -c "$work/nginx-origin.conf" -p "$work"
+$PIN_PROXY nginx -c "$work/nginx-proxy.conf" -p "$work"
 
 # --- the bare pingora proxy and crawlgate, with the same worker count
-target/release/examples/bare_proxy "127.0.0.1:$BARE" "127.0.0.1:$ORIGIN" "$WORKERS" 2>"$work/logs/bare.log" &
+$PIN_PROXY target/release/examples/bare_proxy "127.0.0.1:$BARE" "127.0.0.1:$ORIGIN" "$WORKERS" 2>"$work/logs/bare.log" &
 pids+=($!); BARE_PID=$!
 crawlgate_config() { # listen metrics robots
   cat <<EOF
@@ -144,9 +151,9 @@ EOF
 }
 crawlgate_config "$SMALL" "$METRICS1" "$work/robots-small.txt" > "$work/crawlgate-small.yaml"
 crawlgate_config "$LARGE" "$METRICS2" "$work/robots-large.txt" > "$work/crawlgate-large.yaml"
-RUST_LOG=warn target/release/crawlgate serve --config "$work/crawlgate-small.yaml" 2>"$work/logs/small.log" &
+RUST_LOG=warn $PIN_PROXY target/release/crawlgate serve --config "$work/crawlgate-small.yaml" 2>"$work/logs/small.log" &
 pids+=($!); SMALL_PID=$!
-RUST_LOG=warn target/release/crawlgate serve --config "$work/crawlgate-large.yaml" 2>"$work/logs/large.log" &
+RUST_LOG=warn $PIN_PROXY target/release/crawlgate serve --config "$work/crawlgate-large.yaml" 2>"$work/logs/large.log" &
 pids+=($!); LARGE_PID=$!
 
 wait_port() { for _ in $(seq 1 100); do (echo > "/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
@@ -197,9 +204,9 @@ results="$work/results.tsv"
 : > "$results"
 run() { # round mix name port pid
   local before after out
-  wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d2s -s "$work/$2.lua" "http://127.0.0.1:$4" >/dev/null 2>&1 || true
+  $PIN_LOAD wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d2s -s "$work/$2.lua" "http://127.0.0.1:$4" >/dev/null 2>&1 || true
   before=$(cpu_ticks "$5")
-  out=$(wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$work/$2.lua" "http://127.0.0.1:$4")
+  out=$($PIN_LOAD wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$work/$2.lua" "http://127.0.0.1:$4")
   after=$(cpu_ticks "$5")
   printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$((after - before))" "$(echo "$out" | tr '\n' '|')" >> "$results"
   echo "round $1, $2 mix: $3 done" >&2
@@ -217,15 +224,20 @@ rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 if [ "$RELOAD" = 1 ]; then
   v1=$(cat "$work/robots-small.txt"); v2="$v1"$'\nDisallow: /another/\n'
   rss_before=$(rss_kib "$SMALL_PID")
+  # Bursts of ten rewrites 20 ms apart, then a pause in which the last one holds still and is
+  # loaded (a file that never holds still is never read: it may be half-written).
   ( end=$((SECONDS + DURATION)); n=0
     while [ $SECONDS -lt $end ]; do
-      n=$((n + 1)); if [ $((n % 2)) = 0 ]; then text="$v1"; else text="$v2"; fi
+      n=$((n + 1)); if [ $(((n / 10) % 2)) = 0 ]; then text="$v2"; else text="$v1"; fi
+      [ $((n % 10)) = 0 ] && sleep 0.6
       if [ $((n % 4)) -lt 2 ]; then printf '%s\n' "$text" > "$work/robots-small.txt.tmp" && mv "$work/robots-small.txt.tmp" "$work/robots-small.txt"
       else printf '%s\n' "$text" > "$work/robots-small.txt"; fi
       sleep 0.02
     done; echo "$n" > "$work/rewrites" ) &
-  reload_out=$(wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s "$work/mixed.lua" "http://127.0.0.1:$SMALL")
-  wait
+  writer=$!
+  reload_out=$($PIN_LOAD wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" -s "$work/mixed.lua" "http://127.0.0.1:$SMALL")
+  wait "$writer"
+  sleep 1   # the last version holds still: it is loaded
   rss_after=$(rss_kib "$SMALL_PID")
   echo "reload under load: $(cat "$work/rewrites") rewrites in ${DURATION}s; RSS ${rss_before} KiB -> ${rss_after} KiB" >&2
   echo "$reload_out" | grep -E "requests in|Socket errors|Non-2xx" >&2

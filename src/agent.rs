@@ -116,8 +116,11 @@ pub enum Identity<'a> {
 #[derive(Debug, Clone)]
 pub struct Classifier {
     agents: Vec<KnownAgent>,
-    /// Patterns `0..agents.len()` are the tokens; the rest are [`CRAWLER_WORDS`].
-    automaton: AhoCorasick,
+    /// The tokens, leftmost-longest: every whole-token match is found by a plain scan (see
+    /// [`Classifier::classify`]).
+    tokens: AhoCorasick,
+    /// [`CRAWLER_WORDS`], as substrings, for headers that name no known token.
+    words: AhoCorasick,
 }
 
 /// Errors building a classifier.
@@ -151,19 +154,22 @@ impl Classifier {
                 unique.push(agent);
             }
         }
-        let patterns = unique
-            .iter()
-            .map(|agent| agent.token.as_str())
-            .chain(CRAWLER_WORDS);
-        // A full DFA: the fastest search, and a few hundred short tokens keep it small.
-        let automaton = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::Standard)
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(patterns)?;
+        // Full DFAs: the fastest searches, and a few hundred short tokens keep them small.
+        let build = |kind| {
+            let mut builder = AhoCorasickBuilder::new();
+            builder
+                .ascii_case_insensitive(true)
+                .match_kind(kind)
+                .kind(Some(AhoCorasickKind::DFA));
+            builder
+        };
+        let tokens = build(MatchKind::LeftmostLongest)
+            .build(unique.iter().map(|agent| agent.token.as_str()))?;
+        let words = build(MatchKind::LeftmostFirst).build(CRAWLER_WORDS)?;
         Ok(Classifier {
             agents: unique,
-            automaton,
+            tokens,
+            words,
         })
     }
 
@@ -173,13 +179,16 @@ impl Classifier {
     }
 
     /// Classifies one User-Agent header value (bytes: headers need not be UTF-8).
+    ///
+    /// One non-overlapping leftmost-longest scan finds every whole-token match: such a match
+    /// starts where a run of `[A-Za-z_-]` starts, no token match can straddle that start (tokens
+    /// hold no other character), and the longest token matching there is the one that spans the
+    /// whole run, if any does. Matches that stop inside a run are not whole and are skipped.
     pub fn classify(&self, user_agent: &[u8]) -> Identity<'_> {
         let mut best: Option<(usize, &KnownAgent)> = None;
-        let mut crawler_word = false;
-        for found in self.automaton.find_overlapping_iter(user_agent) {
+        for found in self.tokens.find_iter(user_agent) {
             let index = found.pattern().as_usize();
             let Some(agent) = self.agents.get(index) else {
-                crawler_word = true;
                 continue;
             };
             let whole_token = (found.start() == 0 || !is_token_byte(user_agent[found.start() - 1]))
@@ -192,7 +201,7 @@ impl Classifier {
         }
         match best {
             Some((index, agent)) => Identity::Crawler { index, agent },
-            None if crawler_word => Identity::Unnamed,
+            None if self.words.is_match(user_agent) => Identity::Unnamed,
             None => Identity::Person,
         }
     }
@@ -245,6 +254,56 @@ mod tests {
         assert_eq!(ua("Googlebot_x"), None);
     }
 
+    /// The obvious reading: split the header into runs of `[A-Za-z_-]`, keep the runs that are
+    /// known tokens, take the longest (the first of equals); else look for a crawler word.
+    fn naive<'a>(c: &'a Classifier, ua: &[u8]) -> Option<&'a str> {
+        let mut best: Option<&KnownAgent> = None;
+        for run in ua.split(|&b| !is_token_byte(b)) {
+            let agent = c
+                .agents()
+                .iter()
+                .find(|a| a.token.as_bytes().eq_ignore_ascii_case(run));
+            if let Some(agent) = agent {
+                if best.is_none_or(|b| agent.token.len() > b.token.len()) {
+                    best = Some(agent);
+                }
+            }
+        }
+        best.map(|agent| agent.token.as_str())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn one_scan_finds_what_splitting_into_runs_finds(
+            tokens in proptest::collection::vec("[abAB_-]{1,4}", 1..8),
+            ua in proptest::collection::vec(proptest::sample::select(b"abAB_- /;(1".to_vec()), 0..40),
+        ) {
+            let agents = tokens.iter().map(|t| known(t, Category::Other));
+            let c = Classifier::new(agents).unwrap();
+            let expected = naive(&c, &ua);
+            let found = token(c.classify(&ua));
+            // Equal-length tokens may be found in another order: compare lengths then.
+            proptest::prop_assert_eq!(found.map(str::len), expected.map(str::len), "{:?}", String::from_utf8_lossy(&ua));
+            if let Some(found) = found {
+                let whole = ua.split(|&b| !is_token_byte(b)).any(|run| run.eq_ignore_ascii_case(found.as_bytes()));
+                proptest::prop_assert!(whole);
+            }
+        }
+    }
+
+    #[test]
+    fn a_partial_match_does_not_hide_a_whole_one() {
+        let c = Classifier::new([
+            known("abc", Category::Other),
+            known("bcd", Category::Other),
+            known("cd", Category::Other),
+        ])
+        .unwrap();
+        assert_eq!(token(c.classify(b"abcd cd")), Some("cd"));
+        assert_eq!(token(c.classify(b"xabc abc-")), None);
+        assert_eq!(token(c.classify(b"(abc)bcd;")), Some("abc"));
+    }
+
     #[test]
     fn the_longest_known_token_wins() {
         let c = classifier();
@@ -264,6 +323,8 @@ mod tests {
         );
         assert_eq!(c.classify(b""), Identity::Person);
         assert_eq!(c.classify(b"\xff\xfe bot"), Identity::Unnamed);
+        // A known token that is not whole still leaves its crawler word.
+        assert_eq!(c.classify(b"XGooglebot/1.0"), Identity::Unnamed);
     }
 
     #[test]

@@ -11,7 +11,9 @@ use super::verify::Verified;
 use crate::policy::{Outcome, VerdictLabel};
 use async_trait::async_trait;
 use bytes::Bytes;
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, RETRY_AFTER, USER_AGENT};
+use http::header::{
+    CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, FORWARDED, HOST, RETRY_AFTER, USER_AGENT,
+};
 use http::HeaderName;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
@@ -35,6 +37,9 @@ impl CrawlGate {
 pub struct Ctx {
     decision: Option<Decision>,
 }
+
+/// Named once: a header looked up by a string is parsed on every request.
+static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
 /// The longest piece of request data that goes into a header value or a body.
 const MAX_ECHO: usize = 512;
@@ -84,7 +89,7 @@ async fn respond(
     let mut header = ResponseHeader::build(status, Some(4))?;
     header.insert_header(CONTENT_TYPE, "text/plain; charset=utf-8")?;
     header.insert_header(CONTENT_LENGTH, body.len().to_string())?;
-    header.insert_header("Cache-Control", "no-store")?;
+    header.insert_header(CACHE_CONTROL, "no-store")?;
     if let Some(seconds) = retry_after {
         header.insert_header(RETRY_AFTER, seconds.to_string())?;
     }
@@ -206,13 +211,13 @@ impl ProxyHttp for CrawlGate {
         let request = session.req_header();
         let forwarded_for: Vec<&[u8]> = request
             .headers
-            .get_all("x-forwarded-for")
+            .get_all(&X_FORWARDED_FOR)
             .iter()
             .map(|v| v.as_bytes())
             .collect();
         let forwarded: Vec<&[u8]> = request
             .headers
-            .get_all("forwarded")
+            .get_all(FORWARDED)
             .iter()
             .map(|v| v.as_bytes())
             .collect();

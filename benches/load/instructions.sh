@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Instructions per request, counted by valgrind's callgrind: the repeatable twin of load.sh's CPU
+# time per request (a count of instructions does not change with what else the machine is
+# doing). The bare pingora proxy and crawlgate (small and 500 KiB robots.txt) each run under
+# callgrind in front of the same nginx origin; after a warm-up the counters are zeroed, wrk sends
+# the request mix for DURATION seconds, and the instructions executed are divided by the requests
+# answered. Prints a table with the ratios, and crawlgate's most expensive functions.
+#
+#   benches/load/instructions.sh            # DURATION=15 MIX=mixed (or forward)
+#
+# Needs valgrind, nginx and wrk. Everything listens on loopback.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+DURATION=${DURATION:-15}
+MIX=${MIX:-mixed}
+# Another crawlgate binary to measure (e.g. an older build, for a before/after comparison).
+CRAWLGATE=${CRAWLGATE:-target/release/crawlgate}
+# crawlgate's pingora section, to compare settings.
+PINGORA=${PINGORA:-"{threads: 1}"}
+CORPUS=${CRAWLGATE_CORPUS:-../shared/corpus/real}
+LARGE_SOURCE="$CORPUS/vladimir-buzuev-org__robots-top-1m__gobankingrates.com__robots.txt"
+for tool in valgrind callgrind_control callgrind_annotate nginx wrk python3; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "instructions.sh: needs $tool" >&2; exit 1; }
+done
+cargo build --release --quiet --bin crawlgate --example bare_proxy
+
+work=$(mktemp -d /tmp/crawlgate-instructions.XXXXXX)
+chmod 755 "$work"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  nginx -c "$work/origin.conf" -p "$work" -s quit 2>/dev/null || true
+  sleep 0.5; [ -n "${KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 1 600); do (echo > "/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
+
+ORIGIN=$(free_port)
+mkdir -p "$work/www/blog" "$work/logs"
+for i in $(seq 1 50); do echo '<!doctype html><html><body><p>A small static page.</p></body></html>' > "$work/www/blog/post-$i.html"; done
+cat > "$work/origin.conf" <<EOF
+worker_processes 1;
+pid $work/origin.pid;
+error_log $work/logs/origin.log;
+events { worker_connections 1024; }
+http { access_log off; keepalive_requests 100000; server { listen 127.0.0.1:$ORIGIN; root $work/www; } }
+EOF
+nginx -c "$work/origin.conf" -p "$work"
+printf 'User-agent: GPTBot\nUser-agent: CCBot\nDisallow: /\n\nUser-agent: *\nDisallow: /private/\n' > "$work/small.txt"
+{ cat "$work/small.txt"
+  if [ -f "$LARGE_SOURCE" ]; then head -c 500000 "$LARGE_SOURCE" | sed -n '/^[Dd]isallow:/p' | grep -v -i ' /$\|blog'
+  else for i in $(seq 1 9000); do echo "Disallow: /section-$((i % 97))/item-$i/"; done; fi
+} > "$work/large.txt"
+
+cat > "$work/mix.lua" <<'EOF'
+local people = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
+local allowed = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+local blocked = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
+local blocked_share = tonumber(os.getenv("BLOCKED") or "1")
+local n = 0
+request = function()
+  n = n + 1
+  local slot = n % 10
+  local ua
+  if slot < 7 then ua = people elseif slot < 10 - blocked_share then ua = allowed else ua = blocked end
+  return wrk.format("GET", "/blog/post-" .. (n % 50 + 1) .. ".html", { ["User-Agent"] = ua })
+end
+EOF
+BLOCKED=1; [ "$MIX" = forward ] && BLOCKED=0
+export BLOCKED
+
+measure() { # name port command...
+  local name=$1 port=$2; shift 2
+  local out="$work/callgrind.$name.out"
+  valgrind --tool=callgrind --callgrind-out-file="$out" "$@" 2>"$work/logs/$name.log" &
+  local pid=$!
+  pids+=("$pid")
+  wait_port "$port"
+  wrk -t1 -c8 -d3s -s "$work/mix.lua" "http://127.0.0.1:$port" >/dev/null
+  callgrind_control -z "$pid" >/dev/null 2>&1
+  local requests
+  requests=$(wrk -t1 -c8 -d"${DURATION}s" -s "$work/mix.lua" "http://127.0.0.1:$port" | awk '/requests in/ {print $1}')
+  callgrind_control -d "$pid" >/dev/null 2>&1
+  sleep 1
+  local dump; dump=$(ls -t "$out".* 2>/dev/null | head -1)
+  local ir; ir=$(awk '/^(summary|totals):/ {print $2; exit}' "$dump")
+  echo "$name $requests $ir $dump"
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+}
+config() { # port robots
+  printf 'listen: ["127.0.0.1:%s"]\npingora: %s\nsites:\n  - name: bench\n    upstream: "127.0.0.1:%s"\n    robots: {file: %s}\n' "$1" "$PINGORA" "$ORIGIN" "$2"
+}
+rows=()
+port=$(free_port)
+rows+=("$(measure bare-pingora "$port" target/release/examples/bare_proxy "127.0.0.1:$port" "127.0.0.1:$ORIGIN" 1)")
+for size in small large; do
+  port=$(free_port)
+  config "$port" "$work/$size.txt" > "$work/$size.yaml"
+  rows+=("$(RUST_LOG=warn measure "crawlgate-$size" "$port" "$CRAWLGATE" serve --config "$work/$size.yaml")")
+done
+python3 - "$MIX" "${rows[@]}" <<'EOF'
+import sys
+mix, rows = sys.argv[1], [r.split() for r in sys.argv[2:]]
+table = {r[0]: (int(r[1]), int(r[2].replace(",", ""))) for r in rows}
+print(f"mix: {mix}")
+print(f"{'proxy':<16} {'requests':>9} {'instructions/request':>21} {'ratio to bare':>14}")
+bare = table["bare-pingora"][1] / table["bare-pingora"][0]
+for name, (requests, ir) in table.items():
+    per = ir / requests
+    print(f"{name:<16} {requests:>9} {per:>21,.0f} {per / bare:>14.3f}")
+EOF
+small_dump=$(printf '%s\n' "${rows[@]}" | awk '$1 == "crawlgate-small" {print $4}')
+echo
+echo "crawlgate's own functions, inclusive, share of all instructions (small robots.txt):"
+callgrind_annotate --inclusive=yes "$small_dump" 2>/dev/null | grep -E 'crawlgate::' | head -15 || true
