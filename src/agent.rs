@@ -116,10 +116,13 @@ pub enum Identity<'a> {
 #[derive(Debug, Clone)]
 pub struct Classifier {
     agents: Vec<KnownAgent>,
-    /// The tokens, leftmost-longest: every whole-token match is found by a plain scan (see
-    /// [`Classifier::classify`]).
-    tokens: AhoCorasick,
-    /// [`CRAWLER_WORDS`], as substrings, for headers that name no known token.
+    /// The tokens (pattern `i` is `agents[i]`), then the [`CRAWLER_WORDS`] that are not tokens;
+    /// leftmost-longest, so that one plain scan finds every whole-token match and, nearly
+    /// always, tells whether a crawler word occurs (see [`Classifier::classify`]).
+    automaton: AhoCorasick,
+    /// Per pattern: whether its text holds a crawler word.
+    holds_word: Vec<bool>,
+    /// [`CRAWLER_WORDS`] alone, for the rare header where the scan cannot tell.
     words: AhoCorasick,
 }
 
@@ -160,15 +163,31 @@ impl Classifier {
             builder
                 .ascii_case_insensitive(true)
                 .match_kind(kind)
-                .kind(Some(AhoCorasickKind::DFA));
+                .kind(Some(AhoCorasickKind::DFA))
+                .prefilter(false);
             builder
         };
-        let tokens = build(MatchKind::LeftmostLongest)
-            .build(unique.iter().map(|agent| agent.token.as_str()))?;
+        // A word that is also a token is found as the token, which holds it.
+        let patterns: Vec<String> = unique
+            .iter()
+            .map(|agent| agent.token.to_ascii_lowercase())
+            .chain(
+                CRAWLER_WORDS
+                    .into_iter()
+                    .filter(|word| !seen.contains(*word))
+                    .map(str::to_owned),
+            )
+            .collect();
+        let holds_word = patterns
+            .iter()
+            .map(|pattern| CRAWLER_WORDS.iter().any(|word| pattern.contains(word)))
+            .collect();
+        let automaton = build(MatchKind::LeftmostLongest).build(&patterns)?;
         let words = build(MatchKind::LeftmostFirst).build(CRAWLER_WORDS)?;
         Ok(Classifier {
             agents: unique,
-            tokens,
+            automaton,
+            holds_word,
             words,
         })
     }
@@ -181,13 +200,20 @@ impl Classifier {
     /// Classifies one User-Agent header value (bytes: headers need not be UTF-8).
     ///
     /// One non-overlapping leftmost-longest scan finds every whole-token match: such a match
-    /// starts where a run of `[A-Za-z_-]` starts, no token match can straddle that start (tokens
-    /// hold no other character), and the longest token matching there is the one that spans the
-    /// whole run, if any does. Matches that stop inside a run are not whole and are skipped.
+    /// starts where a run of `[A-Za-z_-]` starts, no match can straddle that start (patterns
+    /// hold no other character), and the longest pattern matching there is the token that spans
+    /// the whole run, if any does (a word as long as the run would be that token). Matches that
+    /// stop inside a run are not whole and are skipped.
+    ///
+    /// The same scan sees a crawler word unless a token match that stops inside a run ends
+    /// inside the word (`xbo` in `xbot`); only then are the words looked for again, alone.
     pub fn classify(&self, user_agent: &[u8]) -> Identity<'_> {
         let mut best: Option<(usize, &KnownAgent)> = None;
-        for found in self.tokens.find_iter(user_agent) {
+        let mut word_seen = false;
+        let mut partial_match = false;
+        for found in self.automaton.find_iter(user_agent) {
             let index = found.pattern().as_usize();
+            word_seen |= self.holds_word.get(index).copied().unwrap_or(false);
             let Some(agent) = self.agents.get(index) else {
                 continue;
             };
@@ -195,13 +221,16 @@ impl Classifier {
                 && user_agent
                     .get(found.end())
                     .is_none_or(|&b| !is_token_byte(b));
-            if whole_token && best.is_none_or(|(_, b)| agent.token.len() > b.token.len()) {
+            if !whole_token {
+                partial_match = true;
+            } else if best.is_none_or(|(_, b)| agent.token.len() > b.token.len()) {
                 best = Some((index, agent));
             }
         }
         match best {
             Some((index, agent)) => Identity::Crawler { index, agent },
-            None if self.words.is_match(user_agent) => Identity::Unnamed,
+            None if word_seen => Identity::Unnamed,
+            None if partial_match && self.words.is_match(user_agent) => Identity::Unnamed,
             None => Identity::Person,
         }
     }
@@ -255,7 +284,7 @@ mod tests {
     }
 
     /// The obvious reading: split the header into runs of `[A-Za-z_-]`, keep the runs that are
-    /// known tokens, take the longest (the first of equals); else look for a crawler word.
+    /// known tokens, take the longest (the first of equals).
     fn naive<'a>(c: &'a Classifier, ua: &[u8]) -> Option<&'a str> {
         let mut best: Option<&KnownAgent> = None;
         for run in ua.split(|&b| !is_token_byte(b)) {
@@ -272,12 +301,24 @@ mod tests {
         best.map(|agent| agent.token.as_str())
     }
 
+    /// The obvious reading of "an unnamed crawler": no known token, and a crawler word anywhere.
+    fn naive_unnamed(c: &Classifier, ua: &[u8]) -> bool {
+        let lower = ua.to_ascii_lowercase();
+        naive(c, ua).is_none()
+            && CRAWLER_WORDS
+                .iter()
+                .any(|word| lower.windows(word.len()).any(|w| w == word.as_bytes()))
+    }
+
     proptest::proptest! {
         #[test]
         fn one_scan_finds_what_splitting_into_runs_finds(
-            tokens in proptest::collection::vec("[abAB_-]{1,4}", 1..8),
-            ua in proptest::collection::vec(proptest::sample::select(b"abAB_- /;(1".to_vec()), 0..40),
+            tokens in proptest::collection::vec("[abotAB_-]{1,4}", 1..8),
+            pieces in proptest::collection::vec(proptest::sample::select(
+                vec!["a", "b", "o", "t", "A", "T", "_", "-", " ", "/", ";", "(", "1", "bot", "BoT", "ab", "xbo"]
+            ), 0..20),
         ) {
+            let ua = pieces.concat().into_bytes();
             let agents = tokens.iter().map(|t| known(t, Category::Other));
             let c = Classifier::new(agents).unwrap();
             let expected = naive(&c, &ua);
@@ -288,6 +329,8 @@ mod tests {
                 let whole = ua.split(|&b| !is_token_byte(b)).any(|run| run.eq_ignore_ascii_case(found.as_bytes()));
                 proptest::prop_assert!(whole);
             }
+            let unnamed = c.classify(&ua) == Identity::Unnamed;
+            proptest::prop_assert_eq!(unnamed, naive_unnamed(&c, &ua), "{:?}", String::from_utf8_lossy(&ua));
         }
     }
 
@@ -325,6 +368,14 @@ mod tests {
         assert_eq!(c.classify(b"\xff\xfe bot"), Identity::Unnamed);
         // A known token that is not whole still leaves its crawler word.
         assert_eq!(c.classify(b"XGooglebot/1.0"), Identity::Unnamed);
+        // A token match that stops inside a run, inside a crawler word.
+        let c = Classifier::new([known("xbo", Category::Other)]).unwrap();
+        assert_eq!(c.classify(b"xbot/1.0"), Identity::Unnamed);
+        assert_eq!(c.classify(b"xboa/1.0"), Identity::Person);
+        // A word that is also a token is that token.
+        let c = Classifier::new([known("Spider", Category::Other)]).unwrap();
+        assert_eq!(token(c.classify(b"spider/2")), Some("Spider"));
+        assert_eq!(c.classify(b"spiders/2"), Identity::Unnamed);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 # the request mix for DURATION seconds, and the instructions executed are divided by the requests
 # answered. Prints a table with the ratios, and crawlgate's most expensive functions.
 #
-#   benches/load/instructions.sh            # DURATION=15 MIX=mixed (or forward)
+#   benches/load/instructions.sh            # DURATION=15 MIX=mixed (or forward) SIZES="small large"
 #
 # Needs valgrind, nginx and wrk. Everything listens on loopback.
 set -euo pipefail
@@ -17,6 +17,8 @@ MIX=${MIX:-mixed}
 CRAWLGATE=${CRAWLGATE:-target/release/crawlgate}
 # crawlgate's pingora section, to compare settings.
 PINGORA=${PINGORA:-"{threads: 1}"}
+# Which robots.txt sizes to measure crawlgate with (the bare proxy is always measured).
+SIZES=${SIZES:-"small large"}
 CORPUS=${CRAWLGATE_CORPUS:-../shared/corpus/real}
 LARGE_SOURCE="$CORPUS/vladimir-buzuev-org__robots-top-1m__gobankingrates.com__robots.txt"
 for tool in valgrind callgrind_control callgrind_annotate nginx wrk python3; do
@@ -94,7 +96,7 @@ config() { # port robots
 rows=()
 port=$(free_port)
 rows+=("$(measure bare-pingora "$port" target/release/examples/bare_proxy "127.0.0.1:$port" "127.0.0.1:$ORIGIN" 1)")
-for size in small large; do
+for size in $SIZES; do
   port=$(free_port)
   config "$port" "$work/$size.txt" > "$work/$size.yaml"
   rows+=("$(RUST_LOG=warn measure "crawlgate-$size" "$port" "$CRAWLGATE" serve --config "$work/$size.yaml")")

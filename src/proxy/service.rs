@@ -32,10 +32,11 @@ impl CrawlGate {
     }
 }
 
-/// Per-request context: the decision, for the later phases.
+/// Per-request context: the decision, for the later phases. Boxed: pingora moves the context
+/// with its request future several times, and a pointer is cheaper to move than a decision.
 #[derive(Debug, Default)]
 pub struct Ctx {
-    decision: Option<Decision>,
+    decision: Option<Box<Decision>>,
 }
 
 /// Named once: a header looked up by a string is parsed on every request.
@@ -125,22 +126,30 @@ impl HostProblem {
     }
 }
 
-fn host_problem(request: &RequestHeader) -> Option<HostProblem> {
-    let hosts = request.headers.get_all(HOST).iter().count();
-    if hosts > 1 {
-        return Some(HostProblem::Duplicate);
+/// The host a request is for: the authority of an absolute-form target, else the Host header
+/// (looked up once); `None` for an HTTP/1.0 request with neither.
+fn request_host(request: &RequestHeader) -> Result<Option<&[u8]>, HostProblem> {
+    let mut hosts = request.headers.get_all(HOST).iter();
+    let header = hosts.next();
+    if hosts.next().is_some() {
+        return Err(HostProblem::Duplicate);
     }
-    let absolute_form = request.uri.host().is_some();
-    let http11 = request.version == http::Version::HTTP_11;
-    (hosts == 0 && !absolute_form && http11).then_some(HostProblem::Missing)
+    match (request.uri.host(), header) {
+        (Some(authority), _) => Ok(Some(authority.as_bytes())),
+        (None, Some(header)) => Ok(Some(header.as_bytes())),
+        (None, None) if request.version == http::Version::HTTP_11 => Err(HostProblem::Missing),
+        (None, None) => Ok(None),
+    }
 }
 
-fn host_of(request: &RequestHeader) -> Option<&[u8]> {
+/// The values of a header, in order.
+fn header_values<'a>(request: &'a RequestHeader, name: &HeaderName) -> Vec<&'a [u8]> {
     request
-        .uri
-        .host()
-        .map(str::as_bytes)
-        .or_else(|| request.headers.get(HOST).map(|h| h.as_bytes()))
+        .headers
+        .get_all(name)
+        .iter()
+        .map(|v| v.as_bytes())
+        .collect()
 }
 
 /// The text of a blocked request's response: which rule, or why the crawler is refused.
@@ -195,34 +204,36 @@ impl ProxyHttp for CrawlGate {
     }
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
-        if let Some(problem) = host_problem(session.req_header()) {
-            self.shared
-                .metrics
-                .bad_requests
-                .with_label_values(&[problem.reason()])
-                .inc();
-            respond(session, 400, Bytes::from(problem.message()), None).await?;
-            return Ok(true);
-        }
         let peer = session
             .client_addr()
             .and_then(|a| a.as_inet())
             .map(|a| a.ip());
         let request = session.req_header();
-        let forwarded_for: Vec<&[u8]> = request
-            .headers
-            .get_all(&X_FORWARDED_FOR)
-            .iter()
-            .map(|v| v.as_bytes())
-            .collect();
-        let forwarded: Vec<&[u8]> = request
-            .headers
-            .get_all(FORWARDED)
-            .iter()
-            .map(|v| v.as_bytes())
-            .collect();
+        let host = match request_host(request) {
+            Ok(host) => host,
+            Err(problem) => {
+                self.shared
+                    .metrics
+                    .bad_requests
+                    .with_label_values(&[problem.reason()])
+                    .inc();
+                respond(session, 400, Bytes::from(problem.message()), None).await?;
+                return Ok(true);
+            }
+        };
+        // Only a trusted proxy's forwarding headers are read: skip the lookups otherwise.
+        let trusted_peer =
+            peer.is_some_and(|peer| self.shared.global.load().trusted.contains(peer));
+        let (forwarded_for, forwarded) = if trusted_peer {
+            (
+                header_values(request, &X_FORWARDED_FOR),
+                header_values(request, &FORWARDED),
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
         let facts = RequestFacts {
-            host: host_of(request),
+            host,
             path: request.uri.path_and_query().map_or("/", |p| p.as_str()),
             user_agent: request
                 .headers
@@ -236,9 +247,7 @@ impl ProxyHttp for CrawlGate {
         // stripped once the site, and so its prefix, is known.
         let Some(decision) = decide::decide(&self.shared, &facts, Mode::LIVE).await else {
             self.shared.metrics.unknown_host.inc();
-            let host = host_of(session.req_header())
-                .map(String::from_utf8_lossy)
-                .unwrap_or_default();
+            let host = host.map(String::from_utf8_lossy).unwrap_or_default();
             let body = format!(
                 "crawlgate: no site is configured for host `{}`\n",
                 sanitize(&host)
@@ -270,7 +279,7 @@ impl ProxyHttp for CrawlGate {
                 _ => None,
             }
         };
-        ctx.decision = Some(decision);
+        ctx.decision = Some(Box::new(decision));
         if let Some((status, body, retry_after)) = answer {
             respond(session, status, body, retry_after).await?;
             return Ok(true);
@@ -349,17 +358,28 @@ impl ProxyHttp for CrawlGate {
         };
         let site = decision.site.settings.name.as_str();
         let metrics = &self.shared.metrics;
-        metrics
-            .requests
-            .with_label_values(&[
-                site,
-                &decision.bot,
-                decision.category,
-                decision.verdict.as_str(),
-                decision.outcome.as_str(),
-                decision.verification.result.as_str(),
-            ])
-            .inc();
+        let labels = [
+            site,
+            &decision.bot,
+            decision.category,
+            decision.verdict.as_str(),
+            decision.outcome.as_str(),
+            decision.verification.result.as_str(),
+        ];
+        // A person's forwarded request always has the same labels (bot and category `person`).
+        let person = !decision.crawler
+            && decision.verdict == VerdictLabel::Exempt
+            && decision.outcome == Outcome::Forwarded
+            && decision.verification.result == Verified::None;
+        if person {
+            decision
+                .site
+                .person_requests
+                .get_or_init(|| metrics.requests.with_label_values(&labels))
+                .inc();
+        } else {
+            metrics.requests.with_label_values(&labels).inc();
+        }
         if decision.robots_txt {
             metrics
                 .robots_fetches
@@ -456,19 +476,22 @@ mod tests {
     }
 
     #[test]
-    fn host_problems() {
+    fn the_host_comes_from_one_place_or_the_request_is_refused() {
         let mut request = RequestHeader::build("GET", b"/", None).unwrap();
-        assert_eq!(host_problem(&request), Some(HostProblem::Missing));
+        assert_eq!(request_host(&request), Err(HostProblem::Missing));
         request.set_version(http::Version::HTTP_10);
-        assert_eq!(host_problem(&request), None);
+        assert_eq!(request_host(&request), Ok(None));
         request.set_version(http::Version::HTTP_11);
         request.append_header("Host", "a.test").unwrap();
-        assert_eq!(host_problem(&request), None);
+        assert_eq!(request_host(&request), Ok(Some(&b"a.test"[..])));
         request.append_header("Host", "b.test").unwrap();
-        assert_eq!(host_problem(&request), Some(HostProblem::Duplicate));
+        assert_eq!(request_host(&request), Err(HostProblem::Duplicate));
         let mut absolute = RequestHeader::build("GET", b"/x", None).unwrap();
         absolute.set_uri(http::Uri::from_static("http://a.test/x"));
-        assert_eq!(host_problem(&absolute), None);
+        assert_eq!(request_host(&absolute), Ok(Some(&b"a.test"[..])));
+        // The target's authority wins over the Host header (RFC 9112 section 3.2.2).
+        absolute.append_header("Host", "b.test").unwrap();
+        assert_eq!(request_host(&absolute), Ok(Some(&b"a.test"[..])));
     }
 
     #[test]

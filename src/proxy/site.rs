@@ -12,10 +12,11 @@ use crate::robots::{Options, Robots};
 use arc_swap::{ArcSwap, ArcSwapOption};
 use bytes::Bytes;
 use pingora::upstreams::peer::HttpPeer;
+use prometheus::IntCounter;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 /// How many tokens named only by a site's robots.txt (or its `bots:` overrides) get a metric
@@ -317,6 +318,9 @@ pub struct Site {
     pub previous: ArcSwapOption<Snapshot>,
     /// Where requests go.
     pub peer: HttpPeer,
+    /// This site's `crawlgate_requests_total` series for people (most requests), looked up once
+    /// rather than by its labels on every request.
+    pub person_requests: OnceLock<IntCounter>,
 }
 
 /// A site that cannot be set up.
@@ -384,17 +388,22 @@ impl Site {
             }
         })?;
         let upstream = &settings.upstream;
+        // The peer is cloned for every request: a plain-HTTP origin needs no SNI to copy.
+        let sni = if upstream.tls {
+            upstream.sni.clone()
+        } else {
+            String::new()
+        };
         let mut peer = match (&upstream.addr, upstream.resolved) {
             (UpstreamAddr::Unix(path), _) => {
-                HttpPeer::new_uds(&path.to_string_lossy(), upstream.tls, upstream.sni.clone())
-                    .map_err(|e| SiteError::Upstream {
+                HttpPeer::new_uds(&path.to_string_lossy(), upstream.tls, sni).map_err(|e| {
+                    SiteError::Upstream {
                         site: name.clone(),
                         message: e.to_string(),
-                    })?
+                    }
+                })?
             }
-            (UpstreamAddr::Tcp(_), Some(addr)) => {
-                HttpPeer::new(addr, upstream.tls, upstream.sni.clone())
-            }
+            (UpstreamAddr::Tcp(_), Some(addr)) => HttpPeer::new(addr, upstream.tls, sni),
             (UpstreamAddr::Tcp(text), None) => {
                 return Err(SiteError::Upstream {
                     site: name,
@@ -410,6 +419,7 @@ impl Site {
             settings,
             snapshot: ArcSwap::from_pointee(snapshot),
             previous: ArcSwapOption::empty(),
+            person_requests: OnceLock::new(),
             peer,
         })
     }

@@ -69,7 +69,7 @@ struct Literals {
     /// Pattern id → position in [`GroupMatcher::order`].
     prefix_position: Vec<usize>,
     /// Whole-path patterns → position in [`GroupMatcher::order`].
-    whole: HashMap<Box<[u8]>, usize>,
+    whole: foldhash::HashMap<Box<[u8]>, usize>,
 }
 
 impl Literals {
@@ -79,7 +79,7 @@ impl Literals {
         let mut prefixes: Vec<&[u8]> = Vec::new();
         let mut prefix_position = Vec::new();
         let mut seen_prefix: HashMap<&[u8], ()> = HashMap::new();
-        let mut whole: HashMap<Box<[u8]>, usize> = HashMap::new();
+        let mut whole: foldhash::HashMap<Box<[u8]>, usize> = foldhash::HashMap::default();
         for (position, rule) in rules.iter().enumerate() {
             // The first rule in precedence order for a pattern is the one that can decide: an
             // `allow` beats a `disallow` of the same pattern.

@@ -60,7 +60,7 @@ pub struct Robots {
     file: ParsedFile,
     options: Options,
     /// Lower-cased product token → index into `selections`.
-    by_agent: HashMap<Box<str>, usize>,
+    by_agent: foldhash::HashMap<Box<str>, usize>,
     /// Index into `selections` of the merged `*` groups.
     star: Option<usize>,
     selections: Vec<Selection>,
@@ -145,7 +145,10 @@ impl Robots {
         let mut robots = Robots {
             file,
             options,
-            by_agent: HashMap::with_capacity(groups_of.len()),
+            by_agent: foldhash::HashMap::with_capacity_and_hasher(
+                groups_of.len(),
+                Default::default(),
+            ),
             star: None,
             selections: Vec::new(),
             problems: Vec::new(),
