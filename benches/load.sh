@@ -11,6 +11,7 @@
 #
 #   benches/load.sh                     # 3 rounds of 10 s, 1 worker, 64 connections
 #   ROUNDS=5 DURATION=20 WORKERS=2 CONNECTIONS=128 benches/load.sh
+#   PINGORA="{threads: 1, work_stealing: false}" MIXES=forward benches/load.sh
 #
 # Needs nginx and wrk (Debian: apt-get install nginx-light wrk). Everything listens on loopback.
 set -euo pipefail
@@ -28,6 +29,9 @@ MIXES=${MIXES:-mixed forward}
 # every 20 ms (by rename and in place, alternately): requests must not fail, and resident memory
 # must stay flat.
 RELOAD=${RELOAD:-0}
+# crawlgate's pingora section, to compare settings (the bare proxy always runs pingora's defaults
+# with WORKERS threads).
+PINGORA=${PINGORA:-"{threads: $WORKERS}"}
 # With two CPUs or more, the proxy under test gets CPU 1 to itself and wrk and the origin share
 # CPU 0, so that the proxies' CPU time per request is not muddled by scheduling noise.
 if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
@@ -141,7 +145,7 @@ crawlgate_config() { # listen metrics robots
   cat <<EOF
 listen: ["127.0.0.1:$1"]
 metrics: {listen: "127.0.0.1:$2"}
-pingora: {threads: $WORKERS}
+pingora: $PINGORA
 sites:
   - name: bench
     upstream: "127.0.0.1:$ORIGIN"
@@ -252,15 +256,20 @@ import re, sys
 rows = []
 ticks_per_s = int(sys.argv[2])
 def ms(text):
-    value, unit = re.match(r"([\d.]+)(us|ms|s)", text).groups()
-    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+    # wrk writes us, ms, s or m (minutes), and "-nan" when nothing was answered.
+    found = re.match(r"([\d.]+)(us|ms|s|m)$", text)
+    if not found:
+        return float("nan")
+    value, unit = found.groups()
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[unit]
 for line in open(sys.argv[1]):
     rnd, mix, name, ticks, out = line.rstrip("\n").split("\t", 4)
     out = out.replace("|", "\n")
     total = int(re.search(r"(\d+) requests in", out).group(1))
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-    p50 = ms(re.search(r"50%\s+(\S+)", out).group(1))
-    p99 = ms(re.search(r"99%\s+(\S+)", out).group(1))
+    # The latency distribution's lines, not a "95.50%" in the thread statistics above them.
+    p50 = ms(re.search(r"^\s*50%\s+(\S+)", out, re.M).group(1))
+    p99 = ms(re.search(r"^\s*99%\s+(\S+)", out, re.M).group(1))
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     non2xx = int(errors.group(1)) if errors else 0
     cpu_us = int(ticks) / ticks_per_s / total * 1e6

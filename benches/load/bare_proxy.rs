@@ -2,7 +2,10 @@
 //! does nothing else. `benches/load.sh` measures crawlgate against it (and against nginx), with
 //! the same pingora settings, to put a number on what enforcement costs.
 //!
-//! `cargo run --release --example bare_proxy -- LISTEN UPSTREAM THREADS`
+//! `cargo run --release --example bare_proxy -- LISTEN UPSTREAM THREADS [TIMEOUT_SECONDS]`
+//!
+//! With `TIMEOUT_SECONDS`, the origin's reads and writes get the timeouts crawlgate sets
+//! (`upstream_timeout`), so that their cost can be told apart from enforcement's.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use async_trait::async_trait;
@@ -34,6 +37,7 @@ fn main() {
         .parse()
         .unwrap();
     let threads: usize = args.get(3).map_or(Ok(1), |t| t.parse()).unwrap();
+    let timeout: Option<u64> = args.get(4).map(|t| t.parse().unwrap());
     let conf = ServerConf {
         threads,
         grace_period_seconds: Some(0),
@@ -42,7 +46,11 @@ fn main() {
     };
     let mut server = Server::new_with_opt_and_conf(None, conf);
     server.bootstrap();
-    let peer = HttpPeer::new(upstream, false, String::new());
+    let mut peer = HttpPeer::new(upstream, false, String::new());
+    if let Some(seconds) = timeout {
+        peer.options.read_timeout = Some(std::time::Duration::from_secs(seconds));
+        peer.options.write_timeout = Some(std::time::Duration::from_secs(seconds));
+    }
     let mut proxy = pingora::proxy::http_proxy_service(&server.configuration, Bare { peer });
     proxy.add_tcp(listen);
     server.add_service(proxy);

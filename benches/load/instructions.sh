@@ -19,6 +19,9 @@ CRAWLGATE=${CRAWLGATE:-target/release/crawlgate}
 PINGORA=${PINGORA:-"{threads: 1}"}
 # Which robots.txt sizes to measure crawlgate with (the bare proxy is always measured).
 SIZES=${SIZES:-"small large"}
+# TIMEOUTS=1: also measure the bare proxy with crawlgate's origin read and write timeouts
+# (pingora registers a timer for every read), to tell their cost apart from enforcement's.
+TIMEOUTS=${TIMEOUTS:-0}
 CORPUS=${CRAWLGATE_CORPUS:-../shared/corpus/real}
 LARGE_SOURCE="$CORPUS/vladimir-buzuev-org__robots-top-1m__gobankingrates.com__robots.txt"
 for tool in valgrind callgrind_control callgrind_annotate nginx wrk python3; do
@@ -96,6 +99,10 @@ config() { # port robots
 rows=()
 port=$(free_port)
 rows+=("$(measure bare-pingora "$port" target/release/examples/bare_proxy "127.0.0.1:$port" "127.0.0.1:$ORIGIN" 1)")
+if [ "$TIMEOUTS" = 1 ]; then
+  port=$(free_port)
+  rows+=("$(measure bare-timeouts "$port" target/release/examples/bare_proxy "127.0.0.1:$port" "127.0.0.1:$ORIGIN" 1 60)")
+fi
 for size in $SIZES; do
   port=$(free_port)
   config "$port" "$work/$size.txt" > "$work/$size.yaml"
