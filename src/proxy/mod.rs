@@ -18,4 +18,5 @@ pub mod service;
 pub mod site;
 pub mod source;
 pub mod state;
+pub mod ua_memo;
 pub mod verify;

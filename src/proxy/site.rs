@@ -5,6 +5,7 @@
 //! in whole with arc-swap, so that no request ever sees half a reload.
 
 use super::config::{OnUnreachable, RobotsSource, SiteSettings, UpstreamAddr};
+use super::ua_memo::{self, Class};
 use crate::agent::{Classifier, ClassifierError, Identity, KnownAgent};
 use crate::catalog::Catalog;
 use crate::policy::Action;
@@ -15,7 +16,7 @@ use pingora::upstreams::peer::HttpPeer;
 use prometheus::IntCounter;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
@@ -53,6 +54,10 @@ impl SourceState {
 /// Snapshots alive in this process: the proof that a reload frees the one it replaces (the
 /// `crawlgate_robots_snapshots` gauge).
 static LIVE_SNAPSHOTS: AtomicUsize = AtomicUsize::new(0);
+
+/// The id of the next snapshot built: ids are unique in the process (and never 0), so that a
+/// memo keyed by them can never answer for another file.
+static NEXT_SNAPSHOT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// How many snapshots are alive (in force, previous, or held by requests in flight).
 pub fn live_snapshots() -> usize {
@@ -107,6 +112,8 @@ fn token_pairs(agents: &[KnownAgent]) -> Vec<(Arc<str>, Arc<str>)> {
 /// Everything a request of one site is decided with, built at once and swapped in whole.
 #[derive(Debug)]
 pub struct Snapshot {
+    /// Unique in the process: the key of the User-Agent memo.
+    id: u64,
     /// The compiled robots.txt in force (or its stand-in).
     pub robots: Robots,
     /// The catalog's crawlers (shared by every site).
@@ -194,6 +201,7 @@ impl Snapshot {
         let sha256 = hex(&Sha256::digest(&bytes));
         LIVE_SNAPSHOTS.fetch_add(1, Ordering::Relaxed);
         Ok(Snapshot {
+            id: NEXT_SNAPSHOT_ID.fetch_add(1, Ordering::Relaxed),
             robots,
             catalog: catalog.classifier.clone(),
             extras,
@@ -213,8 +221,40 @@ impl Snapshot {
     }
 
     /// Classifies a User-Agent against the catalog and this site's own tokens: the longest
-    /// known token wins, as within one automaton.
+    /// known token wins, as within one automaton. Recent headers are answered from the worker
+    /// thread's memo ([`ua_memo`]).
     pub fn classify<'a>(&'a self, user_agent: &[u8]) -> Identity<'a> {
+        let class = ua_memo::classify_memoized(self.id, user_agent, || {
+            match self.classify_afresh(user_agent) {
+                Identity::Crawler { index, .. } => Class::Crawler(index),
+                Identity::Unnamed => Class::Unnamed,
+                Identity::Person => Class::Person,
+            }
+        });
+        match class {
+            Class::Crawler(index) => match self.agent(index) {
+                Some(agent) => Identity::Crawler { index, agent },
+                None => Identity::Unnamed,
+            },
+            Class::Unnamed => Identity::Unnamed,
+            Class::Person => Identity::Person,
+        }
+    }
+
+    /// Agent `index`: the catalog's first, then this site's own.
+    fn agent(&self, index: usize) -> Option<&KnownAgent> {
+        let catalog = self.catalog.agents();
+        match catalog.get(index) {
+            Some(agent) => Some(agent),
+            None => self
+                .extras
+                .as_ref()
+                .and_then(|extras| extras.agents().get(index - catalog.len())),
+        }
+    }
+
+    /// [`Snapshot::classify`] without the memo.
+    pub fn classify_afresh<'a>(&'a self, user_agent: &[u8]) -> Identity<'a> {
         let from_catalog = self.catalog.classify(user_agent);
         let Some(extras) = &self.extras else {
             return from_catalog;
@@ -522,6 +562,39 @@ mod tests {
         assert_eq!(&**snapshot.bot_label(&Identity::Person), "person");
         assert!(snapshot.serve_locally);
         assert_eq!(snapshot.sha256.len(), 64);
+    }
+
+    #[test]
+    fn the_memo_answers_as_the_classifier_does_across_snapshots() {
+        let catalog = CatalogIndex::new(Catalog::embedded().unwrap()).unwrap();
+        let site = settings("origin: true", "");
+        let build = |text: &'static str| {
+            Snapshot::build(&site, &catalog, Bytes::from(text), SourceState::Loaded).unwrap()
+        };
+        // The same headers mean different crawlers under the two files.
+        let before = build("User-agent: FooCrawler\nDisallow: /\n");
+        let after = build("User-agent: FooCrawler-Pro\nUser-agent: Zed\nDisallow: /\n");
+        let headers: [&[u8]; 6] = [
+            b"FooCrawler-Pro/1.0",
+            b"FooCrawler/1.0 Zed",
+            b"Mozilla/5.0 (compatible; GPTBot/1.2)",
+            b"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0",
+            b"some-spider",
+            b"",
+        ];
+        for _ in 0..3 {
+            for snapshot in [&before, &after] {
+                for header in headers {
+                    let memo = snapshot.classify(header);
+                    let afresh = snapshot.classify_afresh(header);
+                    assert_eq!(memo, afresh, "{}", String::from_utf8_lossy(header));
+                }
+            }
+        }
+        assert_ne!(
+            before.classify(b"FooCrawler-Pro/1.0"),
+            after.classify(b"FooCrawler-Pro/1.0")
+        );
     }
 
     #[test]
