@@ -27,6 +27,11 @@ pub mod agent;
 pub mod policy;
 pub mod robots;
 
+/// README.md's Rust example runs as a doc-test, so that it stays true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeExamples;
+
 #[cfg(feature = "cli")]
 pub mod audit;
 #[cfg(feature = "cli")]
