@@ -39,8 +39,7 @@ if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
 else
   PIN_PROXY=${PIN_PROXY:-}; PIN_LOAD=${PIN_LOAD:-}
 fi
-CORPUS=${CRAWLGATE_CORPUS:-../shared/corpus/real}
-LARGE_SOURCE="$CORPUS/vladimir-buzuev-org__robots-top-1m__gobankingrates.com__robots.txt"
+. benches/load/common.sh
 
 for tool in nginx wrk python3; do
   command -v "$tool" >/dev/null 2>&1 || { echo "load.sh: needs $tool (apt-get install nginx-light wrk python3)" >&2; exit 1; }
@@ -49,20 +48,7 @@ done
 echo "load.sh: building crawlgate and the bare pingora proxy (release)" >&2
 cargo build --release --quiet --bin crawlgate --example bare_proxy
 
-work=$(mktemp -d /tmp/crawlgate-load.XXXXXX)
-chmod 755 "$work"   # nginx's workers run as an unprivileged user and must read the pages
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for conf in "$work"/nginx-*.conf; do
-    [ -f "$conf" ] && nginx -c "$conf" -p "$work" -s quit 2>/dev/null || true
-  done
-  sleep 0.5
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+make_work load
 ORIGIN=$(free_port); NGINX=$(free_port); BARE=$(free_port); SMALL=$(free_port); LARGE=$(free_port); METRICS1=$(free_port); METRICS2=$(free_port)
 
 # --- the site: small static pages
@@ -160,7 +146,6 @@ pids+=($!); SMALL_PID=$!
 RUST_LOG=warn $PIN_PROXY target/release/crawlgate serve --config "$work/crawlgate-large.yaml" 2>"$work/logs/large.log" &
 pids+=($!); LARGE_PID=$!
 
-wait_port() { for _ in $(seq 1 100); do (echo > "/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
 for port in $ORIGIN $NGINX $BARE $SMALL $LARGE; do wait_port "$port"; done
 
 # --- the request mixes
@@ -224,7 +209,6 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 
-rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 if [ "$RELOAD" = 1 ]; then
   v1=$(cat "$work/robots-small.txt"); v2="$v1"$'\nDisallow: /another/\n'
   rss_before=$(rss_kib "$SMALL_PID")

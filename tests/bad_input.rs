@@ -157,11 +157,7 @@ fn assert_alive(proxy: &mut Proxy) {
         "crawlgate died:\n{}",
         proxy.logs()
     );
-    let (status, body, _) = get(
-        &format!("http://127.0.0.1:{}/healthz", proxy.metrics_port),
-        "x",
-        None,
-    );
+    let (status, body) = proxy.health();
     assert_eq!((status, body.as_str()), (200, "ok\n"));
 }
 

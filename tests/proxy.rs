@@ -205,11 +205,7 @@ fn unknown_hosts_get_421_and_metrics_describe_the_file() {
         })
         .unwrap();
     assert!(info.ends_with(r#"state="loaded"} 1"#), "{info}");
-    let (status, body, _) = get(
-        &format!("http://127.0.0.1:{}/healthz", proxy.metrics_port),
-        "x",
-        None,
-    );
+    let (status, body) = proxy.health();
     assert_eq!((status, body.as_str()), (200, "ok\n"));
 }
 
@@ -395,11 +391,7 @@ fn robots_txt_from_the_origin_follows_rfc_9309_on_errors() {
     });
     let (_, body, _) = get(&proxy.url("/blog"), GOOGLEBOT, None);
     assert!(body.contains("unreachable"), "{body}");
-    let (status, body, _) = get(
-        &format!("http://127.0.0.1:{}/healthz", proxy.metrics_port),
-        "x",
-        None,
-    );
+    let (status, body) = proxy.health();
     assert_eq!(status, 503);
     assert!(
         body.contains("site site: robots.txt is unreachable"),

@@ -22,24 +22,13 @@ SIZES=${SIZES:-"small large"}
 # TIMEOUTS=1: also measure the bare proxy with crawlgate's origin read and write timeouts
 # (pingora registers a timer for every read), to tell their cost apart from enforcement's.
 TIMEOUTS=${TIMEOUTS:-0}
-CORPUS=${CRAWLGATE_CORPUS:-../shared/corpus/real}
-LARGE_SOURCE="$CORPUS/vladimir-buzuev-org__robots-top-1m__gobankingrates.com__robots.txt"
+. benches/load/common.sh
 for tool in valgrind callgrind_control callgrind_annotate nginx wrk python3; do
   command -v "$tool" >/dev/null 2>&1 || { echo "instructions.sh: needs $tool" >&2; exit 1; }
 done
 cargo build --release --quiet --bin crawlgate --example bare_proxy
 
-work=$(mktemp -d /tmp/crawlgate-instructions.XXXXXX)
-chmod 755 "$work"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  nginx -c "$work/origin.conf" -p "$work" -s quit 2>/dev/null || true
-  sleep 0.5; [ -n "${KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 600); do (echo > "/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
+make_work instructions
 
 ORIGIN=$(free_port)
 mkdir -p "$work/www/blog" "$work/logs"
@@ -81,7 +70,7 @@ measure() { # name port command...
   valgrind --tool=callgrind --callgrind-out-file="$out" "$@" 2>"$work/logs/$name.log" &
   local pid=$!
   pids+=("$pid")
-  wait_port "$port"
+  wait_port "$port" 600   # valgrind starts slowly
   wrk -t1 -c8 -d3s -s "$work/mix.lua" "http://127.0.0.1:$port" >/dev/null
   callgrind_control -z "$pid" >/dev/null 2>&1
   local requests

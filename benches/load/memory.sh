@@ -7,23 +7,13 @@
 # Needs nginx (the origin) and python3. Everything listens on loopback.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-CORPUS=${CRAWLGATE_CORPUS:-../shared/corpus/real}
-LARGE_SOURCE="$CORPUS/vladimir-buzuev-org__robots-top-1m__gobankingrates.com__robots.txt"
+. benches/load/common.sh
 CONNECTIONS=${CONNECTIONS:-10000}
 PINGORA=${PINGORA:-"{threads: 2}"}   # the pingora section of every configuration
 ulimit -n "$(ulimit -Hn)"   # 10k connections need 10k descriptors on each side
 
 cargo build --release --quiet --bin crawlgate
-work=$(mktemp -d /tmp/crawlgate-memory.XXXXXX)
-chmod 755 "$work"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  nginx -c "$work/origin.conf" -p "$work" -s quit 2>/dev/null || true
-  sleep 0.3; rm -rf "$work"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+make_work memory
 ORIGIN=$(free_port)
 mkdir -p "$work/www" "$work/logs"
 echo '<html>page</html>' > "$work/www/index.html"
@@ -47,7 +37,7 @@ start() { # config → pid, listen port
   RUST_LOG=warn target/release/crawlgate serve --config "$1.run" 2>>"$work/logs/crawlgate.log" &
   local pid=$!
   pids+=("$pid")
-  for _ in $(seq 1 200); do (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
+  wait_port "$port" >&2
   echo "$pid $port"
 }
 site() { # name robots hosts-line

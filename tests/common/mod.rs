@@ -1,5 +1,7 @@
-//! Code shared by the integration tests: a naive reference implementation of RFC 9309 matching.
+//! Code shared by the integration tests (and the fuzz targets): a naive reference implementation
+//! of RFC 9309 matching, and the canonical combined log line of an access-log entry.
 // Each test crate uses a different part of this module.
 #![allow(dead_code)]
 
+pub mod combined;
 pub mod reference;

@@ -316,6 +316,16 @@ impl Proxy {
         client().get(url).send().unwrap().text().unwrap()
     }
 
+    /// The health endpoint's status and body.
+    pub fn health(&self) -> (u16, String) {
+        let (status, body, _) = get(
+            &format!("http://127.0.0.1:{}/healthz", self.metrics_port),
+            "x",
+            None,
+        );
+        (status, body)
+    }
+
     /// The value of one metric series, by its exact text before the value.
     pub fn metric(&self, series: &str) -> Option<f64> {
         metric_value(&self.metrics(), series)
