@@ -1,6 +1,7 @@
 //! `crawlgate explain`: the whole decision on one request, as the proxy would make it.
 
 use super::{CliError, ExitStatus};
+use crate::proxy::client::Forwarding;
 use crate::proxy::config::{RobotsSource, Settings};
 use crate::proxy::decide::{self, Decision, Mode, RequestFacts};
 use crate::proxy::metrics::Metrics;
@@ -98,8 +99,10 @@ pub fn run_explain(args: &ExplainArgs, mut out: impl Write) -> Result<ExitStatus
         path: &path,
         user_agent: args.ua.as_bytes(),
         peer: Some(args.ip),
-        forwarded_for: &xff,
-        forwarded: &forwarded,
+        forwarding: Forwarding::Values {
+            forwarded_for: &xff,
+            forwarded: &forwarded,
+        },
     };
     let mode = Mode {
         record: false,

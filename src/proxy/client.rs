@@ -7,8 +7,45 @@
 //! untrusted peer's headers are ignored: anybody can write them. An entry that cannot be parsed
 //! ends the walk, and the last address known to be reliable is used.
 
+use http::header::{HeaderMap, HeaderName, FORWARDED};
 use ipnet::IpNet;
 use std::net::IpAddr;
+
+/// Named once: a header looked up by a string is parsed on every request.
+static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+
+/// Where a request's forwarding headers are: read only when its peer is a trusted proxy, so
+/// that most requests never look them up.
+#[derive(Debug, Clone, Copy)]
+pub enum Forwarding<'a> {
+    /// The request's own headers.
+    Headers(&'a HeaderMap),
+    /// Values given directly (`crawlgate explain --xff`), each header's in order.
+    Values {
+        /// `X-Forwarded-For` values.
+        forwarded_for: &'a [&'a [u8]],
+        /// `Forwarded` values.
+        forwarded: &'a [&'a [u8]],
+    },
+}
+
+impl<'a> Forwarding<'a> {
+    /// The `X-Forwarded-For` and the `Forwarded` values, in order.
+    fn values(&self) -> (Vec<&'a [u8]>, Vec<&'a [u8]>) {
+        match *self {
+            Forwarding::Headers(headers) => {
+                let all = |name: &HeaderName| -> Vec<&'a [u8]> {
+                    headers.get_all(name).iter().map(|v| v.as_bytes()).collect()
+                };
+                (all(&X_FORWARDED_FOR), all(&FORWARDED))
+            }
+            Forwarding::Values {
+                forwarded_for,
+                forwarded,
+            } => (forwarded_for.to_vec(), forwarded.to_vec()),
+        }
+    }
+}
 
 /// The networks whose forwarding headers are believed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -36,10 +73,23 @@ impl TrustedProxies {
     /// The client of a request that came from `peer` with these `X-Forwarded-For` and
     /// `Forwarded` header values (each header may appear several times; pass them in order).
     pub fn client(&self, peer: IpAddr, forwarded_for: &[&[u8]], forwarded: &[&[u8]]) -> IpAddr {
+        self.client_of(
+            peer,
+            &Forwarding::Values {
+                forwarded_for,
+                forwarded,
+            },
+        )
+    }
+
+    /// The client of a request that came from `peer`, its forwarding headers read only when
+    /// `peer` is trusted.
+    pub fn client_of(&self, peer: IpAddr, forwarding: &Forwarding<'_>) -> IpAddr {
         let peer = canonical(peer);
         if !self.contains(peer) {
             return peer;
         }
+        let (forwarded_for, forwarded) = forwarding.values();
         let hops: Vec<Option<IpAddr>> = if !forwarded_for.is_empty() {
             forwarded_for
                 .iter()
@@ -116,6 +166,28 @@ mod tests {
 
     fn ip(text: &str) -> IpAddr {
         text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_requests_own_headers_are_read_like_values() {
+        let proxies = trusted(&["10.0.0.0/8"]);
+        let mut headers = HeaderMap::new();
+        headers.append("x-forwarded-for", "66.249.66.1, 10.0.0.7".parse().unwrap());
+        headers.append("forwarded", "for=192.0.2.60".parse().unwrap());
+        let forwarding = Forwarding::Headers(&headers);
+        assert_eq!(
+            proxies.client_of(ip("10.0.0.1"), &forwarding),
+            ip("66.249.66.1")
+        );
+        assert_eq!(
+            proxies.client_of(ip("203.0.113.7"), &forwarding),
+            ip("203.0.113.7")
+        );
+        headers.remove("x-forwarded-for");
+        assert_eq!(
+            proxies.client_of(ip("10.0.0.1"), &Forwarding::Headers(&headers)),
+            ip("192.0.2.60")
+        );
     }
 
     #[test]

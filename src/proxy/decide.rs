@@ -3,7 +3,7 @@
 //! the previous file), whether it keeps its crawl-delay, and what happens. The proxy runs it on
 //! every request; `crawlgate explain` runs the same code and prints it.
 
-use super::client::canonical;
+use super::client::{canonical, Forwarding};
 use super::config::CrawlDelayMode;
 use super::politeness::{Pace, Subject};
 use super::site::{Site, Snapshot};
@@ -27,10 +27,8 @@ pub struct RequestFacts<'a> {
     pub user_agent: &'a [u8],
     /// The TCP peer.
     pub peer: Option<IpAddr>,
-    /// `X-Forwarded-For` values, in order.
-    pub forwarded_for: &'a [&'a [u8]],
-    /// `Forwarded` values, in order.
-    pub forwarded: &'a [&'a [u8]],
+    /// The forwarding headers (read only when the peer is a trusted proxy).
+    pub forwarding: Forwarding<'a>,
 }
 
 /// How the decision runs.
@@ -120,9 +118,7 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     let site = shared.sites.load().route(facts.host)?.clone();
     let global = shared.global.load_full();
     let peer = canonical(facts.peer.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
-    let client = global
-        .trusted
-        .client(peer, facts.forwarded_for, facts.forwarded);
+    let client = global.trusted.client_of(peer, &facts.forwarding);
     let snapshot = site.snapshot.load_full();
     let identity = snapshot.classify(facts.user_agent);
     let bot = snapshot.bot_label(&identity).clone();
@@ -156,8 +152,11 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     let spoofed = verification.result == Verified::Spoofed;
     // A fake Googlebot is not Googlebot: robots.txt is read for it as for any unnamed crawler,
     // and its politeness state is its own address's, not Googlebot's.
-    let unnamed = snapshot.token(&Identity::Unnamed).0.clone();
-    let token = if spoofed { unnamed } else { token };
+    let token = if spoofed {
+        snapshot.token(&Identity::Unnamed).0.clone()
+    } else {
+        token
+    };
     let subject = match (&identity, spoofed) {
         (Identity::Crawler { .. }, false) => Subject::Crawler(token_lower),
         _ => Subject::Client(client),

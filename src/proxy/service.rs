@@ -4,6 +4,7 @@
 //! is [`super::decide`], shared with `crawlgate explain`.
 
 use super::access_log::Entry;
+use super::client::Forwarding;
 use super::config::DEFAULT_TAG_PREFIX;
 use super::decide::{self, Decision, Mode, RequestFacts};
 use super::state::Shared;
@@ -11,9 +12,7 @@ use super::verify::Verified;
 use crate::policy::{Outcome, VerdictLabel};
 use async_trait::async_trait;
 use bytes::Bytes;
-use http::header::{
-    CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, FORWARDED, HOST, RETRY_AFTER, USER_AGENT,
-};
+use http::header::{CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, HOST, RETRY_AFTER, USER_AGENT};
 use http::HeaderName;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
@@ -38,9 +37,6 @@ impl CrawlGate {
 pub struct Ctx {
     decision: Option<Box<Decision>>,
 }
-
-/// Named once: a header looked up by a string is parsed on every request.
-static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
 /// The longest piece of request data that goes into a header value or a body.
 const MAX_ECHO: usize = 512;
@@ -142,16 +138,6 @@ fn request_host(request: &RequestHeader) -> Result<Option<&[u8]>, HostProblem> {
     }
 }
 
-/// The values of a header, in order.
-fn header_values<'a>(request: &'a RequestHeader, name: &HeaderName) -> Vec<&'a [u8]> {
-    request
-        .headers
-        .get_all(name)
-        .iter()
-        .map(|v| v.as_bytes())
-        .collect()
-}
-
 /// The text of a blocked request's response: which rule, or why the crawler is refused.
 pub fn block_message(decision: &Decision, path: &str) -> String {
     let bot = &decision.bot;
@@ -221,17 +207,6 @@ impl ProxyHttp for CrawlGate {
                 return Ok(true);
             }
         };
-        // Only a trusted proxy's forwarding headers are read: skip the lookups otherwise.
-        let trusted_peer =
-            peer.is_some_and(|peer| self.shared.global.load().trusted.contains(peer));
-        let (forwarded_for, forwarded) = if trusted_peer {
-            (
-                header_values(request, &X_FORWARDED_FOR),
-                header_values(request, &FORWARDED),
-            )
-        } else {
-            (Vec::new(), Vec::new())
-        };
         let facts = RequestFacts {
             host,
             path: request.uri.path_and_query().map_or("/", |p| p.as_str()),
@@ -240,8 +215,7 @@ impl ProxyHttp for CrawlGate {
                 .get(USER_AGENT)
                 .map_or(&b""[..], |v| v.as_bytes()),
             peer,
-            forwarded_for: &forwarded_for,
-            forwarded: &forwarded,
+            forwarding: Forwarding::Headers(&request.headers),
         };
         // Forged verdict headers cannot sway the decision (it reads none of them); they are
         // stripped once the site, and so its prefix, is known.
