@@ -26,9 +26,9 @@ use std::path::Path;
 // ---------------------------------------------------------------------------------------------
 // robots.txt: the `robots_matcher` target's checks.
 
-/// Checks one query as the `robots_matcher` target does: `check` agrees with the reference on
-/// the groups as parsed, and `check_request` is the stricter of the reference's verdicts on the
-/// path as sent and as resolved. Returns `check_request`'s verdict.
+/// Checks one query as the `robots_matcher` target does: `check_exact` agrees with the reference on
+/// the groups as parsed, and `check` is the stricter of the reference's verdicts on the
+/// path as sent and as resolved. Returns `check`'s verdict.
 fn agrees(robots: &Robots, agent: &str, url: &str) -> bool {
     let reference = RefFile::from_parsed(robots.file());
     let path = path::path_and_query(url);
@@ -41,7 +41,7 @@ fn agrees(robots: &Robots, agent: &str, url: &str) -> bool {
     let as_resolved = resolved
         .as_deref()
         .is_none_or(|resolved| reference::decide(&reference, agent, resolved).allowed);
-    let request = robots.check_request(agent, url);
+    let request = robots.check(agent, url);
     assert_eq!(
         request.allowed,
         as_sent.allowed && as_resolved,
@@ -63,8 +63,8 @@ fn robots_case(robots: &str, agent: &str, url: &str) -> (bool, bool) {
     );
     let request = agrees(&default, agent, url);
     assert_eq!(agrees(&no_cache, agent, url), request);
-    let check = default.check(agent, url).allowed;
-    assert_eq!(no_cache.check(agent, url).allowed, check);
+    let check = default.check_exact(agent, url).allowed;
+    assert_eq!(no_cache.check_exact(agent, url).allowed, check);
     (check, request)
 }
 
@@ -113,11 +113,11 @@ fn a_request_that_resolves_to_robots_txt_is_allowed() {
     // resolved path is robots.txt itself.
     let parsed = Robots::parse(robots.as_bytes());
     assert_eq!(
-        parsed.check_request("Any", "/a/../%72obots.txt").reason,
+        parsed.check("Any", "/a/../%72obots.txt").reason,
         Reason::NoMatchingRule
     );
     assert_eq!(
-        parsed.check("Any", "/%72obots.txt").reason,
+        parsed.check_exact("Any", "/%72obots.txt").reason,
         Reason::RobotsTxt
     );
 }

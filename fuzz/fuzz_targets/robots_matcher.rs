@@ -76,13 +76,13 @@ fn query(robots: &Robots, reference: &RefFile, agent: &str, url: &str, what: &st
     if let Err(difference) = reference::compare(robots, reference, agent, url, &path) {
         panic!("{what}: {difference}");
     }
-    let verdict = robots.check(agent, url);
+    let verdict = robots.check_exact(agent, url);
     assert_eq!(robots.is_allowed(agent, url), verdict.allowed);
     let _ = robots.crawl_delay(agent);
     let _ = robots.groups_for(agent);
 
     // check_request: the stricter of the path as sent and as resolved.
-    let request = robots.check_request(agent, url);
+    let request = robots.check(agent, url);
     let as_sent = reference::decide(reference, agent, &path);
     let normal = path::normalize(path.as_bytes());
     let resolved = path::canonical(&normal).map(|r| String::from_utf8_lossy(&r).into_owned());
@@ -93,7 +93,7 @@ fn query(robots: &Robots, reference: &RefFile, agent: &str, url: &str, what: &st
     assert_eq!(
         request.allowed,
         want,
-        "{what}: check_request({agent:?}, {url:?}) = {}, reference {want} (as sent {}, resolved \
+        "{what}: check({agent:?}, {url:?}) = {}, reference {want} (as sent {}, resolved \
          {resolved:?} {:?})",
         request.allowed,
         as_sent.allowed,

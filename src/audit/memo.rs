@@ -50,7 +50,7 @@ impl Memo {
         number
     }
 
-    /// The verdict of [`Robots::check_request`] for `token`, whose selection is `selection`.
+    /// The verdict of [`Robots::check`] for `token`, whose selection is `selection`.
     pub fn check(&mut self, robots: &Robots, selection: usize, token: &str, path: &str) -> Decided {
         let Some(verdicts) = self.verdicts.get_mut(selection) else {
             return decide(robots, token, path);
@@ -74,7 +74,7 @@ impl Memo {
 }
 
 fn decide(robots: &Robots, token: &str, path: &str) -> Decided {
-    let verdict = robots.check_request(token, path);
+    let verdict = robots.check(token, path);
     Decided {
         allowed: verdict.allowed,
         rule: verdict.rule_index,
@@ -100,7 +100,7 @@ mod tests {
         for _ in 0..2 {
             for (token, selection) in [("GPTBot", gpt), ("CCBot", cc), ("", star)] {
                 for path in ["/a", "/b/x", "/b/ok", "/c", "/public/../b"] {
-                    let verdict = robots.check_request(token, path);
+                    let verdict = robots.check(token, path);
                     let decided = memo.check(&robots, selection, token, path);
                     assert_eq!(
                         (decided.allowed, decided.rule),

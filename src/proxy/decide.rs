@@ -198,7 +198,7 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     decision.robots_unread =
         last_fetch.is_none_or(|at| now.duration_since(at).unwrap_or_default() > window);
 
-    let verdict = snapshot.robots.check_request(&decision.token, facts.path);
+    let verdict = snapshot.robots.check(&decision.token, facts.path);
     decision.rule = verdict.rule_index;
     decision.verdict = if verdict.allowed {
         VerdictLabel::Allowed
@@ -293,7 +293,7 @@ fn grace(
     if fetched < previous.loaded_at {
         return None;
     }
-    let verdict = previous.robots.check_request(token, path);
+    let verdict = previous.robots.check(token, path);
     let rule = verdict.rule_index;
     verdict.allowed.then_some((previous, rule))
 }

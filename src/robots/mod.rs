@@ -8,17 +8,18 @@ pub mod parse;
 pub mod path;
 mod pattern;
 mod problem;
+pub mod token;
 
 pub use matcher::DEFAULT_LAZY_DFA_CACHE;
 pub use parse::{Group, ParsedFile, Rule, RuleKind, Sitemap, DEFAULT_MAX_BYTES};
 pub use problem::{Problem, ProblemKind};
 
 use matcher::GroupMatcher;
-use parse::leading_token;
 use pattern::Prepared;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::time::Duration;
+use token::leading_token;
 
 /// How a file is parsed and compiled. `Options::default()` is what [`Robots::parse`] uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +67,38 @@ pub struct Robots {
     selections: Vec<Selection>,
     /// Problems found while compiling (after the parser's).
     problems: Vec<Problem>,
+}
+
+/// The groups a crawler obeys in one file, chosen once by [`Robots::select`] and reused for
+/// every path it asks about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Selected {
+    /// Index into the file's selections; `None` when no group applies.
+    selection: Option<usize>,
+    /// Which kind of groups applies.
+    group: GroupKind,
+    /// Which of the tokens given to [`Robots::select`] named the groups.
+    token: Option<usize>,
+}
+
+impl Selected {
+    /// No group applies: everything is allowed.
+    pub const NONE: Selected = Selected {
+        selection: None,
+        group: GroupKind::None,
+        token: None,
+    };
+
+    /// Which kind of groups applies.
+    pub fn group(&self) -> GroupKind {
+        self.group
+    }
+
+    /// The position, among the tokens given to [`Robots::select`], of the token whose groups
+    /// apply; `None` for the `*` groups or none.
+    pub fn token(&self) -> Option<usize> {
+        self.token
+    }
 }
 
 /// Which groups a verdict was decided by.
@@ -197,10 +230,45 @@ impl Robots {
         index
     }
 
-    /// The selection a crawler follows: the groups naming its product token, else `*`, else none.
-    fn select(&self, agent: &str) -> Option<(&Selection, GroupKind)> {
+    /// The groups a crawler obeys. `tokens` are tried in order (a crawler's own product token
+    /// first, then the tokens whose groups its operator says it falls back to, such as
+    /// `Googlebot` for `Googlebot-Image`); the first that a group names decides. When none does,
+    /// the `*` groups apply, unless `star` is false (a crawler whose operator says it ignores
+    /// `*`). Each token is cut to its leading product token (`GPTBot/1.2` is `GPTBot`).
+    ///
+    /// ```
+    /// let robots = crawlgate::Robots::parse(b"User-agent: Googlebot\nAllow: /\n\nUser-agent: *\nDisallow: /\n");
+    /// let selected = robots.select(&["Googlebot-Image", "Googlebot"], true);
+    /// assert_eq!(selected.token(), Some(1));
+    /// assert!(robots.check_selected(selected, "/photo.jpg").allowed);
+    /// ```
+    pub fn select(&self, tokens: &[&str], star: bool) -> Selected {
+        for (position, agent) in tokens.iter().enumerate() {
+            if let Some(index) = self.named(agent) {
+                return Selected {
+                    selection: Some(index),
+                    group: GroupKind::Agent,
+                    token: Some(position),
+                };
+            }
+        }
+        match self.star {
+            Some(index) if star => Selected {
+                selection: Some(index),
+                group: GroupKind::Star,
+                token: None,
+            },
+            _ => Selected::NONE,
+        }
+    }
+
+    /// The selection of the groups that name `agent`'s product token, if any.
+    fn named(&self, agent: &str) -> Option<usize> {
         let token = leading_token(agent.trim_start());
-        let named = if token.len() <= 64 {
+        if token.is_empty() {
+            return None;
+        }
+        if token.len() <= 64 {
             let mut buffer = [0u8; 64];
             let lower = &mut buffer[..token.len()];
             lower.copy_from_slice(token.as_bytes());
@@ -213,26 +281,66 @@ impl Robots {
             self.by_agent
                 .get(token.to_ascii_lowercase().as_str())
                 .copied()
-        };
-        let (index, kind) = match (named, self.star) {
-            (Some(index), _) if !token.is_empty() => (index, GroupKind::Agent),
-            (_, Some(index)) => (index, GroupKind::Star),
-            _ => return None,
-        };
-        self.selections
-            .get(index)
-            .map(|selection| (selection, kind))
+        }
+    }
+
+    /// The compiled selection behind `selected`.
+    fn selection_of(&self, selected: Selected) -> Option<&Selection> {
+        selected
+            .selection
+            .and_then(|index| self.selections.get(index))
     }
 
     /// Decides whether the crawler with product token `agent` may fetch `url` (a path with its
-    /// query, or a full URL), and says which rule decided.
+    /// query, or a full URL), and says which rule decided: [`Robots::select`] with `agent` alone
+    /// (falling back to `*`), then [`Robots::check_selected`].
     ///
     /// `agent` is a product token such as `GPTBot`; anything after its leading run of
     /// `[A-Za-z_-]` is ignored, so `GPTBot/1.2` is `GPTBot`.
     pub fn check(&self, agent: &str, url: &str) -> Verdict<'_> {
-        let path = path::path_and_query(url);
-        let path = path::normalize(path.as_bytes());
-        if *path == *b"/robots.txt" {
+        self.check_selected(self.select(&[agent], true), url)
+    }
+
+    /// Whether the crawler with product token `agent` may fetch `url` ([`Robots::check`]).
+    pub fn is_allowed(&self, agent: &str, url: &str) -> bool {
+        self.check(agent, url).allowed
+    }
+
+    /// The verdict for a request as an origin server may read it: the path is judged in every
+    /// form an origin could resolve it to (see [`path::forms`]: as sent, with `.`/`..` segments
+    /// and doubled slashes resolved, and with encoded separators decoded), and the strictest
+    /// verdict holds, so that `/public/../private/x` cannot slip past `Disallow: /private/`.
+    /// This is what the proxy, `crawlgate check` and `crawlgate audit` decide with.
+    pub fn check_selected(&self, selected: Selected, url: &str) -> Verdict<'_> {
+        let raw = path::path_and_query(url);
+        let as_sent = path::normalize(raw.as_bytes());
+        let verdict = self.judge(selected, &as_sent);
+        if !verdict.allowed || verdict.reason == Reason::RobotsTxt {
+            return verdict;
+        }
+        let Some(resolved) = path::canonical(&as_sent) else {
+            return verdict;
+        };
+        let as_resolved = self.judge(selected, &resolved);
+        if as_resolved.allowed {
+            verdict
+        } else {
+            as_resolved
+        }
+    }
+
+    /// The verdict for `url` exactly as RFC 9309 §2.2.2 compares it, in one form only: the path
+    /// as written, percent-encoding normalised. [`Robots::check`] is what enforcement uses; this
+    /// is the protocol's own answer, for conformance tests and comparisons with other parsers.
+    pub fn check_exact(&self, agent: &str, url: &str) -> Verdict<'_> {
+        let raw = path::path_and_query(url);
+        let normal = path::normalize(raw.as_bytes());
+        self.judge(self.select(&[agent], true), &normal)
+    }
+
+    /// The verdict for one normalised path.
+    fn judge(&self, selected: Selected, path: &[u8]) -> Verdict<'_> {
+        if path::is_robots_txt(path) {
             return Verdict {
                 allowed: true,
                 rule: None,
@@ -242,7 +350,7 @@ impl Robots {
                 reason: Reason::RobotsTxt,
             };
         }
-        let Some((selection, group)) = self.select(agent) else {
+        let Some(selection) = self.selection_of(selected) else {
             return Verdict {
                 allowed: true,
                 rule: None,
@@ -252,13 +360,13 @@ impl Robots {
                 reason: Reason::NoGroup,
             };
         };
-        let rule_index = selection.matcher.decide(&path);
+        let rule_index = selection.matcher.decide(path);
         let rule = rule_index.and_then(|index| self.file.rules.get(index));
         Verdict {
             allowed: rule.is_none_or(|rule| rule.kind == RuleKind::Allow),
             rule,
             rule_index,
-            group,
+            group: selected.group,
             group_lines: &selection.group_lines,
             reason: if rule.is_some() {
                 Reason::Rule
@@ -268,36 +376,14 @@ impl Robots {
         }
     }
 
-    /// Like [`Robots::check`], for a request an origin server will resolve: when the path has
-    /// `.`/`..` segments or doubled slashes, the resolved path is checked too and the stricter
-    /// verdict is returned, so that `/public/../private/x` cannot slip past `Disallow: /private/`.
-    pub fn check_request(&self, agent: &str, path_and_query: &str) -> Verdict<'_> {
-        let as_sent = self.check(agent, path_and_query);
-        if !as_sent.allowed {
-            return as_sent;
-        }
-        let raw = path::path_and_query(path_and_query);
-        let normal = path::normalize(raw.as_bytes());
-        let Some(resolved) = path::canonical(&normal) else {
-            return as_sent;
-        };
-        let resolved = String::from_utf8_lossy(&resolved);
-        let as_resolved = self.check(agent, &resolved);
-        if as_resolved.allowed {
-            as_sent
-        } else {
-            as_resolved
-        }
-    }
-
-    /// Whether the crawler with product token `agent` may fetch `url`.
-    pub fn is_allowed(&self, agent: &str, url: &str) -> bool {
-        self.check(agent, url).allowed
-    }
-
     /// The crawl-delay that applies to `agent` (the largest among its groups), if any.
     pub fn crawl_delay(&self, agent: &str) -> Option<Duration> {
-        let seconds = self.select(agent)?.0.crawl_delay?;
+        self.crawl_delay_selected(self.select(&[agent], true))
+    }
+
+    /// The crawl-delay of the groups in `selected` (the largest among them), if any.
+    pub fn crawl_delay_selected(&self, selected: Selected) -> Option<Duration> {
+        let seconds = self.selection_of(selected)?.crawl_delay?;
         Some(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
     }
 
@@ -335,8 +421,13 @@ impl Robots {
 
     /// The indices of the groups that apply to `agent`, in file order.
     pub fn groups_for(&self, agent: &str) -> &[usize] {
-        self.select(agent)
-            .map_or(&[], |(selection, _)| selection.groups.as_slice())
+        self.groups_of(self.select(&[agent], true))
+    }
+
+    /// The indices of the groups in `selected`, in file order.
+    pub fn groups_of(&self, selected: Selected) -> &[usize] {
+        self.selection_of(selected)
+            .map_or(&[], |selection| selection.groups.as_slice())
     }
 }
 
@@ -434,19 +525,15 @@ mod tests {
     #[test]
     fn requests_are_also_checked_as_the_origin_resolves_them() {
         let robots = compile("user-agent: *\ndisallow: /private/\n");
-        assert!(robots.is_allowed("x", "/public/../private/x"));
-        let verdict = robots.check_request("x", "/public/../private/x");
+        assert!(robots.check_exact("x", "/public/../private/x").allowed);
+        let verdict = robots.check("x", "/public/../private/x");
         assert!(!verdict.allowed);
         assert_eq!(verdict.rule.unwrap().line, 2);
-        assert!(!robots.check_request("x", "//private/x").allowed);
-        assert!(
-            !robots
-                .check_request("x", "/public/%2e%2e/private/x")
-                .allowed
-        );
+        assert!(!robots.check("x", "//private/x").allowed);
+        assert!(!robots.check("x", "/public/%2e%2e/private/x").allowed);
         // The stricter of the two forms wins: as sent, this path is under /private/.
-        assert!(!robots.check_request("x", "/private/../public/").allowed);
-        assert!(robots.check_request("x", "/public/x").allowed);
+        assert!(!robots.check("x", "/private/../public/").allowed);
+        assert!(robots.check("x", "/public/x").allowed);
     }
 
     #[test]

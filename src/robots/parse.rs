@@ -6,6 +6,7 @@
 //! cannot use becomes a [`Problem`]; it never refuses a file.
 
 use super::problem::{excerpt, Problem, ProblemKind};
+use super::token::leading_token;
 use serde::Serialize;
 
 /// RFC 9309 §2.5: "The parsing limit MUST be at least 500 kibibytes". We default to 512 KiB.
@@ -188,19 +189,6 @@ enum AgentValue<'a> {
     Star,
     Token(&'a str),
     Nothing,
-}
-
-fn is_token_byte(byte: u8) -> bool {
-    byte.is_ascii_alphabetic() || byte == b'-' || byte == b'_'
-}
-
-/// The product token at the start of `value`: its leading run of `[A-Za-z_-]`.
-pub(crate) fn leading_token(value: &str) -> &str {
-    let end = value
-        .bytes()
-        .position(|b| !is_token_byte(b))
-        .unwrap_or(value.len());
-    &value[..end]
 }
 
 struct Parser {

@@ -120,6 +120,16 @@ pub fn normalize(bytes: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(out)
 }
 
+/// Whether a normalised path is `/robots.txt` itself, which RFC 9309 §2.2.2 always allows (the
+/// query does not change that: `/robots.txt?x` is the same file).
+pub fn is_robots_txt(normalised_path_and_query: &[u8]) -> bool {
+    let path = match normalised_path_and_query.iter().position(|&b| b == b'?') {
+        Some(query) => &normalised_path_and_query[..query],
+        None => normalised_path_and_query,
+    };
+    path == b"/robots.txt"
+}
+
 /// The path as most origin servers resolve it: `.` and `..` segments removed (RFC 3986 §5.2.4)
 /// and runs of `/` merged, the query kept as it is. Apply it to a normalised path (so that `%2e`
 /// is already `.`). Returns `None` when the path is already canonical.

@@ -11,7 +11,7 @@
 //! - an empty pattern matches nothing (and a pattern that starts with neither `/` nor `*` is
 //!   not a rule);
 //! - the matching rule whose normalised pattern has the most octets decides; an allow wins a tie;
-//! - `/robots.txt` is always allowed;
+//! - `/robots.txt` is always allowed, with any query;
 //! - paths and patterns are compared after percent-encoding normalisation: escapes of unreserved
 //!   characters are decoded, other escapes keep upper-case hex digits, octets that may not appear
 //!   raw in a URI are encoded, invalid escapes (`%zz`, a trailing `%`) stay as they are.
@@ -216,7 +216,8 @@ pub fn decide(file: &RefFile, agent: &str, path: &str) -> RefVerdict {
         best: Vec::new(),
         matching: Vec::new(),
     };
-    if verdict.path == b"/robots.txt" {
+    // `/robots.txt` is always allowed, whatever its query: it is the same file.
+    if verdict.path.split(|&b| b == b'?').next() == Some(&b"/robots.txt"[..]) {
         verdict.reason = Reason::RobotsTxt;
         return verdict;
     }
@@ -269,7 +270,7 @@ pub fn decide(file: &RefFile, agent: &str, path: &str) -> RefVerdict {
     verdict
 }
 
-/// Compares `robots.check(agent, url)` with the reference on `file` for `path` (what `url`
+/// Compares `robots.check_exact(agent, url)` with the reference on `file` for `path` (what `url`
 /// reduces to). Returns a description of the first difference.
 pub fn compare(
     robots: &Robots,
@@ -278,7 +279,7 @@ pub fn compare(
     url: &str,
     path: &str,
 ) -> Result<(), String> {
-    let got = robots.check(agent, url);
+    let got = robots.check_exact(agent, url);
     let want = decide(file, agent, path);
     let context = || {
         format!(
