@@ -1,195 +1,286 @@
-//! Compile time and per-query time of crawlgate's matcher, side by side with `texting_robots` and
-//! `robotstxt` (the crates.io port of Google's parser), on a small, a ~150 KiB and a ~500 KiB
-//! robots.txt, measured in the same run.
+//! The robots.txt core on every file of the shared corpus and on the synthetic and adversarial
+//! shapes (`tests/common/shapes.rs`), side by side with `texting_robots`, in the same run.
 //!
-//! The files come from the shared corpus of real sites (`../shared/corpus/real`, or the folder in
-//! `CRAWLGATE_CORPUS`); where it is absent, files of the same sizes are generated, so that the
-//! benchmark always runs. Run: `cargo bench --bench matcher`.
+//! For each file: compile time (crawlgate `Robots::parse`, texting_robots `Robot::new` for each
+//! agent), memory (peak and retained bytes allocated while compiling, counted by this binary's
+//! allocator), and query time — 3 agents (the two named by most rules of the file, and one that
+//! only `*` applies to) × the file's paths (4,000 made from its own rules; shapes add a 16 KiB
+//! path). Both engines get the same bytes: files over the parse limit (512 KiB) are cut at the
+//! last line end within it, as crawlgate reads them. crawlgate is asked exactly as the RFC reads
+//! a path (`check_exact`, one form, like texting_robots) and as the proxy asks (`check`, every
+//! form an origin may read).
+//!
+//! At the end a table is printed from criterion's own estimates: ns per query and µs per compile,
+//! the ratio to texting_robots, and the median and worst file. Run:
+//! `cargo bench --no-default-features --bench matcher` (a filter such as `-- ipwatchdog` runs a
+//! subset; `CRAWLGATE_CORPUS` points at another corpus folder).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{BenchmarkId, Criterion, Throughput};
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 mod common;
-use common::{corpus_file, generated};
+#[path = "../tests/common/shapes.rs"]
+mod shapes;
 
-/// A robots.txt under test, the agent whose group is the large one, and paths to ask about.
-struct Case {
-    name: &'static str,
-    text: Vec<u8>,
-    agent: &'static str,
-    paths: Vec<String>,
-}
+/// The global allocator, counting live and peak bytes.
+struct Counting;
 
-/// Paths that exercise the file: concrete instances of some of its rules, and paths no rule has.
-fn paths_for(text: &[u8]) -> Vec<String> {
-    let text = String::from_utf8_lossy(text);
-    let patterns: Vec<&str> = text
-        .lines()
-        .filter_map(|line| line.split_once(':'))
-        .filter(|(key, _)| {
-            key.trim().eq_ignore_ascii_case("disallow") || key.trim().eq_ignore_ascii_case("allow")
-        })
-        .map(|(_, value)| value.split('#').next().unwrap_or("").trim())
-        .filter(|value| value.starts_with('/'))
-        .collect();
-    let step = (patterns.len() / 50).max(1);
-    let mut paths: Vec<String> = patterns
-        .iter()
-        .step_by(step)
-        .take(50)
-        .map(|p| {
-            format!(
-                "{}page.html?id=7",
-                p.trim_end_matches('$').replace('*', "abc")
-            )
-        })
-        .collect();
-    for i in 0..50 {
-        paths.push(format!("/blog/{}/post-{i}/index.html?ref=home", 2000 + i));
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let pointer = unsafe { System.alloc(layout) };
+        if !pointer.is_null() {
+            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(live, Ordering::Relaxed);
+        }
+        pointer
     }
-    paths
+
+    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(pointer, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
 }
 
-fn cases() -> Vec<Case> {
-    let small = corpus_file("Smerity__texting_robots__twitter__robots.txt", usize::MAX)
-        .unwrap_or_else(|| generated("User-agent: *\n", 3_000));
-    let medium = corpus_file(
-        "vladimir-buzuev-org__robots-top-1m__etsy.com__robots.txt",
-        usize::MAX,
-    )
-    .unwrap_or_else(|| generated("User-agent: *\n", 150 * 1024));
-    let large = corpus_file(
-        "vladimir-buzuev-org__robots-top-1m__gobankingrates.com__robots.txt",
-        500 * 1024,
-    )
-    .unwrap_or_else(|| generated("User-agent: *\n", 500 * 1024));
-    [("small", small), ("150KiB", medium), ("500KiB", large)]
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// A file under test.
+struct Case {
+    /// `corpus/<site>` or `synthetic/…` / `adversarial/…`.
+    name: String,
+    text: Vec<u8>,
+    agents: Vec<String>,
+    paths: Vec<String>,
+    rules: usize,
+}
+
+const PARSE_LIMIT: usize = crawlgate::robots::DEFAULT_MAX_BYTES;
+
+/// The product tokens named by the most rules of a file, most first.
+fn busiest_agents(robots: &crawlgate::Robots) -> Vec<String> {
+    let file = robots.file();
+    let mut counts: Vec<(usize, &str)> = file
+        .groups
+        .iter()
+        .flat_map(|group| group.agents.iter().map(move |a| (group.rules.len(), a.as_str())))
+        .collect();
+    counts.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    let mut agents: Vec<String> = Vec::new();
+    for (_, agent) in counts {
+        if !agents.iter().any(|a| a.eq_ignore_ascii_case(agent)) {
+            agents.push(agent.to_owned());
+        }
+        if agents.len() == 2 {
+            break;
+        }
+    }
+    agents
+}
+
+fn corpus_cases() -> Vec<Case> {
+    let dir = common::corpus_dir();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!("no corpus at {}: only the generated shapes run", dir.display());
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.to_string_lossy().ends_with("robots.txt"))
+        .collect();
+    files.sort();
+    files
         .into_iter()
-        .map(|(name, text)| Case {
-            name,
-            paths: paths_for(&text),
-            text,
-            agent: "ExampleBot",
+        .map(|path| {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let text = common::corpus_file(&name, PARSE_LIMIT).unwrap();
+            let robots = crawlgate::Robots::parse(&text);
+            let mut agents = busiest_agents(&robots);
+            agents.push("crawlgate-test".into());
+            let short = name
+                .trim_end_matches("__robots.txt")
+                .rsplit("__")
+                .next()
+                .unwrap_or(&name)
+                .to_owned();
+            Case {
+                name: format!("corpus/{short}"),
+                paths: shapes::paths_from_rules(&text, 4000),
+                rules: robots.file().rules.len(),
+                text,
+                agents,
+            }
         })
         .collect()
 }
 
-fn compile(c: &mut Criterion) {
-    let mut group = c.benchmark_group("compile");
-    group.sample_size(10);
-    for case in cases() {
-        group.throughput(Throughput::Bytes(case.text.len() as u64));
-        group.bench_with_input(
-            BenchmarkId::new("crawlgate", case.name),
-            &case,
-            |b, case| b.iter(|| crawlgate::Robots::parse(black_box(&case.text))),
-        );
-        group.bench_with_input(
-            BenchmarkId::new("texting_robots", case.name),
-            &case,
-            |b, case| {
-                b.iter(|| texting_robots::Robot::new(case.agent, black_box(&case.text)).unwrap())
-            },
-        );
+fn shape_cases() -> Vec<Case> {
+    shapes::all()
+        .into_iter()
+        .map(|shape| Case {
+            name: shape.name.to_owned(),
+            rules: crawlgate::Robots::parse(&shape.text).file().rules.len(),
+            text: shape.text,
+            agents: shape.agents,
+            paths: shape.paths,
+        })
+        .collect()
+}
+
+fn bench_case(c: &mut Criterion, case: &Case) {
+    let mut group = c.benchmark_group(&case.name);
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1));
+    group.bench_function("compile/crawlgate", |b| {
+        b.iter(|| crawlgate::Robots::parse(black_box(&case.text)))
+    });
+    group.bench_function("compile/texting_robots", |b| {
+        b.iter(|| {
+            for agent in &case.agents {
+                black_box(texting_robots::Robot::new(agent, black_box(&case.text)).ok());
+            }
+        })
+    });
+    let queries = (case.agents.len() * case.paths.len()) as u64;
+    group.throughput(Throughput::Elements(queries));
+    let ours = crawlgate::Robots::parse(&case.text);
+    for (id, strict) in [("query/crawlgate", false), ("query/crawlgate-every-form", true)] {
+        group.bench_function(BenchmarkId::from_parameter(id), |b| {
+            b.iter(|| {
+                let mut allowed = 0;
+                for agent in &case.agents {
+                    for path in &case.paths {
+                        let verdict = if strict {
+                            ours.check(agent, black_box(path))
+                        } else {
+                            ours.check_exact(agent, black_box(path))
+                        };
+                        allowed += usize::from(verdict.allowed);
+                    }
+                }
+                allowed
+            })
+        });
+    }
+    let theirs: Vec<texting_robots::Robot> = case
+        .agents
+        .iter()
+        .filter_map(|agent| texting_robots::Robot::new(agent, &case.text).ok())
+        .collect();
+    if theirs.len() == case.agents.len() {
+        group.bench_function("query/texting_robots", |b| {
+            b.iter(|| {
+                let mut allowed = 0;
+                for robot in &theirs {
+                    for path in &case.paths {
+                        allowed += usize::from(robot.allowed(black_box(path)));
+                    }
+                }
+                allowed
+            })
+        });
     }
     group.finish();
 }
 
-fn query(c: &mut Criterion) {
-    let mut group = c.benchmark_group("query");
-    group.sample_size(20);
-    for case in cases() {
-        group.throughput(Throughput::Elements(case.paths.len() as u64));
-        let ours = crawlgate::Robots::parse(&case.text);
-        group.bench_with_input(
-            BenchmarkId::new("crawlgate", case.name),
-            &case,
-            |b, case| {
-                b.iter(|| {
-                    case.paths
-                        .iter()
-                        .filter(|path| ours.is_allowed(case.agent, black_box(path)))
-                        .count()
-                })
-            },
-        );
-        let theirs = texting_robots::Robot::new(case.agent, &case.text).unwrap();
-        group.bench_with_input(
-            BenchmarkId::new("texting_robots", case.name),
-            &case,
-            |b, case| {
-                b.iter(|| {
-                    case.paths
-                        .iter()
-                        .filter(|path| theirs.allowed(black_box(path)))
-                        .count()
-                })
-            },
-        );
-        // robotstxt re-parses the whole file on every query: it has no compiled form.
-        let body = String::from_utf8_lossy(&case.text).into_owned();
-        group.bench_with_input(
-            BenchmarkId::new("robotstxt", case.name),
-            &case,
-            |b, case| {
-                b.iter(|| {
-                    case.paths
-                        .iter()
-                        .filter(|path| {
-                            let url = format!("https://example.com{path}");
-                            let mut matcher = robotstxt::DefaultMatcher::default();
-                            matcher.one_agent_allowed_by_robots(&body, case.agent, black_box(&url))
-                        })
-                        .count()
-                })
-            },
-        );
-    }
-    group.finish();
+/// Peak and retained bytes allocated while compiling `text`.
+fn compile_memory(text: &[u8]) -> (usize, usize) {
+    let before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let robots = crawlgate::Robots::parse(text);
+    let retained = LIVE.load(Ordering::Relaxed).saturating_sub(before);
+    let peak = PEAK.load(Ordering::Relaxed).saturating_sub(before);
+    drop(robots);
+    (peak, retained)
 }
 
-/// The lazy DFA's cache capacity on a sweep that visits many states: every rule of a file as a
-/// path, as a crawler that walks the whole site would. regex-automata's default (2 MiB) against
-/// crawlgate's (8 MiB) and a tight 256 KiB, on the 150 KiB file (it has wildcards: the lazy DFA)
-/// and the 500 KiB one (plain paths: the literal fast path, which builds no states).
-fn cache_capacity(c: &mut Criterion) {
-    let mut group = c.benchmark_group("cache");
-    group.sample_size(10);
-    for case in cases().into_iter().filter(|case| case.name != "small") {
-        let text = String::from_utf8_lossy(&case.text).into_owned();
-        let sweep: Vec<String> = text
-            .lines()
-            .filter_map(|line| line.split_once(':'))
-            .filter(|(key, _)| key.trim().eq_ignore_ascii_case("disallow"))
-            .map(|(_, value)| format!("{}x", value.trim().trim_end_matches('$').replace('*', "a")))
-            .collect();
-        group.throughput(Throughput::Elements(sweep.len() as u64));
-        for (name, bytes) in [
-            ("256KiB", 256 << 10),
-            ("2MiB-default", 2 << 20),
-            ("8MiB-crawlgate", 8 << 20),
-        ] {
-            let options = crawlgate::Options {
-                lazy_dfa_cache_bytes: bytes,
-                ..crawlgate::Options::default()
-            };
-            let robots = crawlgate::Robots::parse_with(&case.text, options);
-            group.bench_function(
-                BenchmarkId::new(format!("sweep-{}", case.name), name),
-                |b| {
-                    b.iter(|| {
-                        sweep
-                            .iter()
-                            .filter(|p| robots.is_allowed(case.agent, black_box(p)))
-                            .count()
-                    })
-                },
-            );
+/// The mean time in ns of a benchmark, from criterion's `estimates.json`.
+fn estimate(group: &str, id: &str) -> Option<f64> {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
+    let dir = |s: &str| s.replace(['/', ' '], "_");
+    let path = target
+        .join("criterion")
+        .join(dir(group))
+        .join(dir(id))
+        .join("new/estimates.json");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    json["mean"]["point_estimate"].as_f64()
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn print_table(cases: &[Case], filter: &[String]) {
+    println!("\n| file | KiB | rules | crawlgate ns/query | every form | texting_robots ns/query | ratio | compile µs | texting_robots compile µs | peak / retained MiB |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let mut ours_all = Vec::new();
+    let mut worst: (f64, &str) = (0.0, "");
+    for case in cases {
+        if !filter.is_empty() && !filter.iter().any(|f| case.name.contains(f.as_str())) {
+            continue;
         }
+        let queries = (case.agents.len() * case.paths.len()) as f64;
+        let per = |id: &str| estimate(&case.name, id).map(|ns| ns / queries);
+        let (Some(ours), Some(every)) = (per("query/crawlgate"), per("query/crawlgate-every-form"))
+        else {
+            continue;
+        };
+        let theirs = per("query/texting_robots");
+        let compile = estimate(&case.name, "compile/crawlgate").map(|ns| ns / 1000.0);
+        let their_compile = estimate(&case.name, "compile/texting_robots").map(|ns| ns / 1000.0);
+        let (peak, retained) = compile_memory(&case.text);
+        ours_all.push(every);
+        if every > worst.0 {
+            worst = (every, &case.name);
+        }
+        let show = |v: Option<f64>| v.map_or("—".to_owned(), |v| format!("{v:.0}"));
+        println!(
+            "| {} | {:.0} | {} | {ours:.0} | {every:.0} | {} | {} | {} | {} | {:.1} / {:.1} |",
+            case.name,
+            case.text.len() as f64 / 1024.0,
+            case.rules,
+            show(theirs),
+            theirs.map_or("—".to_owned(), |t| format!("{:.1}x", t / ours)),
+            show(compile),
+            show(their_compile),
+            peak as f64 / 1048576.0,
+            retained as f64 / 1048576.0,
+        );
     }
-    group.finish();
+    if !ours_all.is_empty() {
+        println!(
+            "\ncrawlgate (every form), per query: median {:.0} ns, worst {:.0} ns ({})",
+            median(&mut ours_all),
+            worst.0,
+            worst.1
+        );
+    }
 }
 
-criterion_group!(benches, compile, query, cache_capacity);
-criterion_main!(benches);
+fn main() {
+    let mut cases = corpus_cases();
+    cases.extend(shape_cases());
+    let mut criterion = Criterion::default().configure_from_args();
+    for case in &cases {
+        bench_case(&mut criterion, case);
+    }
+    criterion.final_summary();
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with('-'))
+        .collect();
+    print_table(&cases, &filter);
+}

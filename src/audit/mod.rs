@@ -27,7 +27,7 @@ pub mod timeline;
 pub mod topk;
 
 pub use logline::{JsonFields, Malformed, Role};
-pub use replay::{replay_bytes, robots_options, Audit, Format, Progress, Replay, LAZY_DFA_CACHE};
+pub use replay::{replay_bytes, robots_options, Audit, Format, Progress, Replay};
 pub use report::Report;
 
 /// Why an audit could not be done.

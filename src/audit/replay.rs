@@ -23,19 +23,9 @@ use std::io::BufRead;
 /// Lines longer than this are malformed: no real request line is, and it bounds memory.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
 
-/// The lazy DFA cache for each compiled group of the robots.txt an audit replays against. A
-/// crawler that walks a site visits far more automaton states than the proxy's default (8 MiB,
-/// sized for many threads) holds for a 500 KiB file, and a cache that is cleared over and over
-/// makes every match slow; an audit runs on one thread, and the cache grows only as needed.
-pub const LAZY_DFA_CACHE: usize = 64 << 20;
-
-/// The options to parse a robots.txt with for an audit: the parse limit, and
-/// [`LAZY_DFA_CACHE`].
+/// The options to parse a robots.txt with for an audit: the parse limit.
 pub fn robots_options(max_bytes: usize) -> crate::robots::Options {
-    crate::robots::Options {
-        max_bytes,
-        lazy_dfa_cache_bytes: LAZY_DFA_CACHE,
-    }
+    crate::robots::Options { max_bytes }
 }
 
 /// How many distinct disallowed paths (and unnamed User-Agents) a crawler's summary holds.

@@ -1,7 +1,10 @@
 //! robots.txt: the [`Robots`] type, which parses a file once and answers queries from automata.
 //!
 //! The data flows one way: bytes → [`parse`] (lines, groups, problems) → [`pattern`] (normalised,
-//! ranked rules) → [`matcher`] (one automaton per distinct group selection) → [`Verdict`].
+//! ranked rules, each sorted into a shape) → [`matcher`] (each group compiled once, rule by rule
+//! into the cheapest strategy) → [`Verdict`]. A crawler named by several groups is answered by
+//! asking each of them in turn for a better rule than the best so far, so that no group is ever
+//! compiled twice, however the file combines its groups.
 
 mod matcher;
 pub mod parse;
@@ -10,11 +13,13 @@ mod pattern;
 mod problem;
 pub mod token;
 
-pub use matcher::DEFAULT_LAZY_DFA_CACHE;
-pub use parse::{Group, ParsedFile, Rule, RuleKind, Sitemap, DEFAULT_MAX_BYTES};
+pub use parse::{
+    Group, ParsedFile, Rule, RuleKind, Sitemap, DEFAULT_MAX_BYTES, MAX_CRAWL_DELAY_SECONDS,
+};
 pub use problem::{Problem, ProblemKind};
 
-use matcher::GroupMatcher;
+use matcher::{Found, GroupMatcher};
+pub use path::Form;
 use pattern::Prepared;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -27,27 +32,33 @@ pub struct Options {
     /// The parse limit: bytes past it are ignored at a line boundary (RFC 9309 requires at
     /// least 500 KiB; the default is 512 KiB).
     pub max_bytes: usize,
-    /// The most memory each compiled group's lazy DFA may use per querying thread.
-    pub lazy_dfa_cache_bytes: usize,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             max_bytes: DEFAULT_MAX_BYTES,
-            lazy_dfa_cache_bytes: DEFAULT_LAZY_DFA_CACHE,
         }
     }
 }
 
-/// The rules one crawler follows: the groups selected for it, compiled.
+/// A crawler that more groups than this name is answered from one matcher compiled over all of
+/// them (while the file's merge budget lasts) rather than by asking each group in turn.
+const MERGE_ABOVE_GROUPS: usize = 8;
+
+/// The most rules compiled into merged matchers, as a multiple of the file's rules: a file in
+/// which thousands of crawlers each name many groups cannot make compiling quadratic.
+const MERGE_BUDGET_FACTOR: usize = 2;
+
+/// The rules one crawler follows: the groups selected for it.
 #[derive(Debug)]
 struct Selection {
-    /// Indices into [`ParsedFile::groups`] of the merged groups.
+    /// Indices into [`ParsedFile::groups`] (and [`Robots::matchers`]) of the merged groups.
     groups: Vec<usize>,
     /// Lines of those groups' first user-agent lines, for verdicts.
     group_lines: Vec<u32>,
-    matcher: GroupMatcher,
+    /// One matcher over all the groups' rules, for a crawler named by many groups.
+    merged: Option<GroupMatcher>,
     /// The largest crawl-delay among the merged groups.
     crawl_delay: Option<f64>,
 }
@@ -59,7 +70,8 @@ struct Selection {
 #[derive(Debug)]
 pub struct Robots {
     file: ParsedFile,
-    options: Options,
+    /// One matcher per group of the file, in file order.
+    matchers: Vec<GroupMatcher>,
     /// Lower-cased product token → index into `selections`.
     by_agent: foldhash::HashMap<Box<str>, usize>,
     /// Index into `selections` of the merged `*` groups.
@@ -67,6 +79,15 @@ pub struct Robots {
     selections: Vec<Selection>,
     /// Problems found while compiling (after the parser's).
     problems: Vec<Problem>,
+}
+
+/// The rules of `groups`, ready to compile.
+fn prepare(file: &ParsedFile, groups: &[&Group]) -> Vec<Prepared> {
+    groups
+        .iter()
+        .flat_map(|group| group.rules.iter())
+        .filter_map(|&index| file.rules.get(index).map(|rule| Prepared::new(index, rule)))
+        .collect()
 }
 
 /// The groups a crawler obeys in one file, chosen once by [`Robots::select`] and reused for
@@ -143,6 +164,9 @@ pub struct Verdict<'a> {
     pub group_lines: &'a [u32],
     /// Why the verdict is what it is.
     pub reason: Reason,
+    /// The form of the path that was judged: as sent, unless an origin's reading of it (see
+    /// [`Robots::check_selected`]) is disallowed where the path as sent is not.
+    pub form: Form,
 }
 
 impl Robots {
@@ -157,9 +181,15 @@ impl Robots {
         Self::parse_with(bytes, Options::default())
     }
 
-    /// Parses and compiles robots.txt bytes with the given parse limit and cache size.
+    /// Parses and compiles robots.txt bytes with the given parse limit.
     pub fn parse_with(bytes: &[u8], options: Options) -> Robots {
         let file = parse::parse(bytes, options.max_bytes);
+        let mut problems = Vec::new();
+        let matchers: Vec<GroupMatcher> = file
+            .groups
+            .iter()
+            .map(|group| GroupMatcher::build(prepare(&file, &[group]), &mut problems))
+            .collect();
         let mut groups_of: HashMap<Box<str>, Vec<usize>> = HashMap::new();
         let mut star_groups = Vec::new();
         for (index, group) in file.groups.iter().enumerate() {
@@ -177,16 +207,16 @@ impl Robots {
         }
         let mut robots = Robots {
             file,
-            options,
+            matchers,
             by_agent: foldhash::HashMap::with_capacity_and_hasher(
                 groups_of.len(),
                 Default::default(),
             ),
             star: None,
             selections: Vec::new(),
-            problems: Vec::new(),
+            problems,
         };
-        // Agents named by the same groups share one compiled matcher.
+        // Agents named by the same groups share one selection.
         let mut selection_of: HashMap<Vec<usize>, usize> = HashMap::new();
         for (agent, groups) in groups_of {
             let index = robots.selection(groups, &mut selection_of);
@@ -195,39 +225,56 @@ impl Robots {
         if !star_groups.is_empty() {
             robots.star = Some(robots.selection(star_groups, &mut selection_of));
         }
+        robots.merge_large_selections();
         robots
     }
 
-    /// The index of the compiled selection for `groups`, compiling it the first time.
+    /// The index of the selection for `groups`, made the first time.
     fn selection(&mut self, groups: Vec<usize>, known: &mut HashMap<Vec<usize>, usize>) -> usize {
         if let Some(&index) = known.get(&groups) {
             return index;
         }
-        let mut rules = Vec::new();
         let mut crawl_delay: Option<f64> = None;
         let mut group_lines = Vec::with_capacity(groups.len());
         for group in groups.iter().filter_map(|&g| self.file.groups.get(g)) {
             group_lines.push(group.line);
-            for &rule in &group.rules {
-                if let Some(written) = self.file.rules.get(rule) {
-                    rules.push(Prepared::new(rule, written));
-                }
-            }
             if let Some(delay) = group.crawl_delay {
                 crawl_delay = Some(crawl_delay.map_or(delay, |d| d.max(delay)));
             }
         }
-        let matcher =
-            GroupMatcher::build(rules, self.options.lazy_dfa_cache_bytes, &mut self.problems);
         let index = self.selections.len();
         self.selections.push(Selection {
             groups: groups.clone(),
             group_lines,
-            matcher,
+            merged: None,
             crawl_delay,
         });
         known.insert(groups, index);
         index
+    }
+
+    /// Compiles one matcher for each selection of many groups, the largest first, while the
+    /// budget lasts; the others ask their groups in turn.
+    fn merge_large_selections(&mut self) {
+        let mut budget = self.file.rules.len().max(1024) * MERGE_BUDGET_FACTOR;
+        let mut large: Vec<usize> = (0..self.selections.len())
+            .filter(|&i| self.selections[i].groups.len() > MERGE_ABOVE_GROUPS)
+            .collect();
+        large.sort_by_key(|&i| std::cmp::Reverse(self.selections[i].groups.len()));
+        for index in large {
+            let groups: Vec<&Group> = self.selections[index]
+                .groups
+                .iter()
+                .filter_map(|&g| self.file.groups.get(g))
+                .collect();
+            let rules: usize = groups.iter().map(|group| group.rules.len()).sum();
+            if rules > budget {
+                continue;
+            }
+            budget -= rules;
+            let matcher = GroupMatcher::build(prepare(&self.file, &groups), &mut Vec::new());
+            self.selections[index].merged = Some(matcher);
+        }
     }
 
     /// The groups a crawler obeys. `tokens` are tried in order (a crawler's own product token
@@ -308,25 +355,21 @@ impl Robots {
 
     /// The verdict for a request as an origin server may read it: the path is judged in every
     /// form an origin could resolve it to (see [`path::forms`]: as sent, with `.`/`..` segments
-    /// and doubled slashes resolved, and with encoded separators decoded), and the strictest
-    /// verdict holds, so that `/public/../private/x` cannot slip past `Disallow: /private/`.
-    /// This is what the proxy, `crawlgate check` and `crawlgate audit` decide with.
+    /// and doubled slashes resolved, and with `%2F`/`%5C` read as separators), and the strictest
+    /// verdict holds, so that neither `/public/../private/x` nor `/public%2F..%2Fprivate/x` can
+    /// slip past `Disallow: /private/`. The proxy, `crawlgate check`, `explain` and `audit` all
+    /// decide with it.
     pub fn check_selected(&self, selected: Selected, url: &str) -> Verdict<'_> {
         let raw = path::path_and_query(url);
         let as_sent = path::normalize(raw.as_bytes());
-        let verdict = self.judge(selected, &as_sent);
+        let verdict = self.judge(selected, &as_sent, Form::AsSent);
         if !verdict.allowed || verdict.reason == Reason::RobotsTxt {
             return verdict;
         }
-        let Some(resolved) = path::canonical(&as_sent) else {
-            return verdict;
-        };
-        let as_resolved = self.judge(selected, &resolved);
-        if as_resolved.allowed {
-            verdict
-        } else {
-            as_resolved
-        }
+        let stricter = path::forms(&as_sent)
+            .map(|(form, other)| self.judge(selected, &other, form))
+            .find(|other| !other.allowed);
+        stricter.unwrap_or(verdict)
     }
 
     /// The verdict for `url` exactly as RFC 9309 §2.2.2 compares it, in one form only: the path
@@ -335,11 +378,11 @@ impl Robots {
     pub fn check_exact(&self, agent: &str, url: &str) -> Verdict<'_> {
         let raw = path::path_and_query(url);
         let normal = path::normalize(raw.as_bytes());
-        self.judge(self.select(&[agent], true), &normal)
+        self.judge(self.select(&[agent], true), &normal, Form::AsSent)
     }
 
     /// The verdict for one normalised path.
-    fn judge(&self, selected: Selected, path: &[u8]) -> Verdict<'_> {
+    fn judge(&self, selected: Selected, path: &[u8], form: Form) -> Verdict<'_> {
         if path::is_robots_txt(path) {
             return Verdict {
                 allowed: true,
@@ -348,6 +391,7 @@ impl Robots {
                 group: GroupKind::None,
                 group_lines: &[],
                 reason: Reason::RobotsTxt,
+                form,
             };
         }
         let Some(selection) = self.selection_of(selected) else {
@@ -358,9 +402,20 @@ impl Robots {
                 group: GroupKind::None,
                 group_lines: &[],
                 reason: Reason::NoGroup,
+                form,
             };
         };
-        let rule_index = selection.matcher.decide(path);
+        let found = match &selection.merged {
+            Some(merged) => merged.decide(path, None),
+            None => selection.groups.iter().fold(None, |best: Option<Found>, &group| {
+                let better = self
+                    .matchers
+                    .get(group)
+                    .and_then(|matcher| matcher.decide(path, best.map(|found| found.key)));
+                better.or(best)
+            }),
+        };
+        let rule_index = found.map(|found| found.rule);
         let rule = rule_index.and_then(|index| self.file.rules.get(index));
         Verdict {
             allowed: rule.is_none_or(|rule| rule.kind == RuleKind::Allow),
@@ -373,6 +428,7 @@ impl Robots {
             } else {
                 Reason::NoMatchingRule
             },
+            form,
         }
     }
 
@@ -384,7 +440,8 @@ impl Robots {
     /// The crawl-delay of the groups in `selected` (the largest among them), if any.
     pub fn crawl_delay_selected(&self, selected: Selected) -> Option<Duration> {
         let seconds = self.selection_of(selected)?.crawl_delay?;
-        Some(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
+        // The parser keeps delays within a day, so this conversion cannot fail or overflow.
+        Duration::try_from_secs_f64(seconds.clamp(0.0, parse::MAX_CRAWL_DELAY_SECONDS)).ok()
     }
 
     /// The sitemap URLs the file lists, in file order.
@@ -409,14 +466,22 @@ impl Robots {
         &self.file
     }
 
-    /// How many distinct compiled matchers the file needed (one per distinct group selection).
+    /// How many distinct group selections the file's crawlers follow.
     pub fn compiled_selections(&self) -> usize {
         self.selections.len()
     }
 
-    /// How many rules were compiled in all selections (duplicates within a selection counted once).
+    /// How many rules were compiled, in the groups and in merged selections (duplicates within
+    /// a group counted once): a measure of the work compiling the file took.
     pub fn compiled_rules(&self) -> usize {
-        self.selections.iter().map(|s| s.matcher.len()).sum()
+        let groups: usize = self.matchers.iter().map(GroupMatcher::len).sum();
+        let merged: usize = self
+            .selections
+            .iter()
+            .filter_map(|selection| selection.merged.as_ref())
+            .map(GroupMatcher::len)
+            .sum();
+        groups + merged
     }
 
     /// The indices of the groups that apply to `agent`, in file order.
@@ -481,16 +546,19 @@ mod tests {
 
     #[test]
     fn crawl_delay_and_sitemaps() {
-        let robots = compile("user-agent: a\ncrawl-delay: 1.5\n\nuser-agent: a\ncrawl-delay: 3\n\nuser-agent: *\ncrawl-delay: 9\nsitemap: https://e.com/s.xml\n");
+        let robots = compile("user-agent: a\ncrawl-delay: 1.5\ndisallow:\n\nuser-agent: a\ncrawl-delay: 3\ndisallow:\n\nuser-agent: *\ncrawl-delay: 9\nsitemap: https://e.com/s.xml\n");
         assert_eq!(robots.crawl_delay("A"), Some(Duration::from_secs(3)));
         assert_eq!(robots.crawl_delay("b"), Some(Duration::from_secs(9)));
+        // Without a rule between them, user-agent lines share one group and its crawl-delay.
+        let shared = compile("user-agent: a\ncrawl-delay: 1.5\n\nuser-agent: *\ncrawl-delay: 9\n");
+        assert_eq!(shared.crawl_delay("a"), Some(Duration::from_secs(9)));
         assert_eq!(
             robots.sitemaps().collect::<Vec<_>>(),
             vec!["https://e.com/s.xml"]
         );
         assert_eq!(compile("user-agent: a\n").crawl_delay("a"), None);
         let huge = compile("user-agent: a\ncrawl-delay: 1e300\n");
-        assert_eq!(huge.crawl_delay("a"), Some(Duration::MAX));
+        assert_eq!(huge.crawl_delay("a"), Some(Duration::from_secs(86_400)));
     }
 
     #[test]

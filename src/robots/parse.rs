@@ -12,6 +12,10 @@ use serde::Serialize;
 /// RFC 9309 §2.5: "The parsing limit MUST be at least 500 kibibytes". We default to 512 KiB.
 pub const DEFAULT_MAX_BYTES: usize = 512 * 1024;
 
+/// The longest crawl-delay read from a file: one day, RFC 9309's longest cache period. A larger
+/// value is read as this, so that no arithmetic on a delay can overflow.
+pub const MAX_CRAWL_DELAY_SECONDS: f64 = 86_400.0;
+
 /// Whether a rule lets a crawler in or keeps it out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -54,7 +58,7 @@ pub struct Group {
     pub star: bool,
     /// Indices into [`ParsedFile::rules`].
     pub rules: Vec<usize>,
-    /// The group's crawl-delay in seconds, if it gives one.
+    /// The group's crawl-delay in seconds (at most [`MAX_CRAWL_DELAY_SECONDS`]), if it gives one.
     pub crawl_delay: Option<f64>,
 }
 
@@ -193,8 +197,8 @@ enum AgentValue<'a> {
 
 struct Parser {
     file: ParsedFile,
-    /// Whether the open group has had an allow, disallow or crawl-delay line, so that a
-    /// user-agent line opens a new group rather than adding a name to the open one.
+    /// Whether the open group has had an allow or disallow line, so that a user-agent line opens
+    /// a new group rather than adding a name to the open one.
     open_group_has_rules: bool,
 }
 
@@ -361,13 +365,18 @@ impl Parser {
         if self.file.groups.is_empty() {
             return self.problem(number, raw, ProblemKind::RuleOutsideGroup);
         }
-        // A crawl-delay belongs to the group above it, as a rule does: a user-agent line after it
-        // opens a new group (as Bing, Yandex and Google's parser read it) instead of adding a
-        // name to this one and handing it this delay.
-        self.open_group_has_rules = true;
+        // RFC 9309 §2.2.4: records other than the protocol's must not interfere with groups. A
+        // crawl-delay belongs to the group it stands in and does not end it: a user-agent line
+        // after it still adds a name to the same group, which then gets the rules below.
         let seconds = match value.parse::<f64>() {
             Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => seconds,
             _ => return self.problem(number, raw, ProblemKind::BadCrawlDelay(value.into())),
+        };
+        let seconds = if seconds > MAX_CRAWL_DELAY_SECONDS {
+            self.problem(number, raw, ProblemKind::CrawlDelayTooLong(value.into()));
+            MAX_CRAWL_DELAY_SECONDS
+        } else {
+            seconds
         };
         let previous = self
             .file
@@ -562,7 +571,7 @@ mod tests {
 
     #[test]
     fn crawl_delay_is_kept_per_group() {
-        let file = parse_str("user-agent: a\ncrawl-delay: 2.5\nuser-agent: b\ndisallow: /\ncrawl-delay: soon\ncrawl-delay: 1\ncrawl-delay: 4\n");
+        let file = parse_str("user-agent: a\ncrawl-delay: 2.5\nuser-agent: b\ndisallow: /\nuser-agent: c\ncrawl-delay: soon\ncrawl-delay: 1\ncrawl-delay: 4\n");
         assert_eq!(file.groups[0].crawl_delay, Some(2.5));
         assert_eq!(file.groups[1].crawl_delay, Some(4.0));
         assert_eq!(file.groups.len(), 2);
@@ -579,6 +588,41 @@ mod tests {
                 (7, "crawl-delay `-1` is not a number of seconds".into()),
             ]
         );
+    }
+
+    /// RFC 9309 §2.2.4: `User-agent: BarBot / Crawl-delay: 5 / User-agent: FooBot / Disallow: /`
+    /// is one group, as Google reads it (aviation-safety.net's and sgppto's files do this).
+    #[test]
+    fn a_crawl_delay_does_not_end_a_group() {
+        let file = parse_str(
+            "User-agent: BarBot\nCrawl-delay: 5\nUser-agent: FooBot\nDisallow: /\n",
+        );
+        assert_eq!(file.groups.len(), 1);
+        assert_eq!(file.groups[0].agents, vec!["BarBot", "FooBot"]);
+        assert_eq!(file.groups[0].crawl_delay, Some(5.0));
+        assert_eq!(file.groups[0].rules, vec![0]);
+    }
+
+    #[test]
+    fn crawl_delays_past_a_day_are_read_as_a_day() {
+        for value in ["1e300", "1e19", "86401", "1e309"] {
+            let file = parse_str(&format!("user-agent: a\ncrawl-delay: {value}\n"));
+            let delay = file.groups[0].crawl_delay;
+            let kinds = kinds(&file);
+            if value == "1e309" {
+                // Not finite: not a number of seconds at all.
+                assert_eq!(delay, None);
+                assert_eq!(kinds[0].1, "crawl-delay `1e309` is not a number of seconds");
+            } else {
+                assert_eq!(delay, Some(MAX_CRAWL_DELAY_SECONDS), "{value}");
+                assert_eq!(
+                    kinds,
+                    vec![(2, format!("crawl-delay `{value}` is more than a day; read as one day"))]
+                );
+            }
+        }
+        let file = parse_str("user-agent: a\ncrawl-delay: 86400\n");
+        assert!(file.problems.is_empty());
     }
 
     #[test]

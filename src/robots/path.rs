@@ -1,9 +1,23 @@
 //! The octets that are compared: a request's path and query, normalised as RFC 9309 §2.2.2 asks.
 //!
-//! Both sides of a comparison go through [`normalize`]: percent-encoded unreserved characters are
-//! decoded (`/%62%61%7A` is `/baz`), other escapes stay encoded with upper-case hex digits, and
-//! octets that may not appear raw in a URI (outside ASCII, controls, space, `"<>\^`{|}`) are
-//! percent-encoded. After this, equal paths are equal byte strings, and every byte is ASCII.
+//! Both sides of a comparison go through [`normalize`] (paths) or [`normalize_pattern`]
+//! (patterns), so that equal paths are equal byte strings and every byte is ASCII:
+//!
+//! - escapes of unreserved characters are decoded (`/%62%61%7A` is `/baz`), and so are escapes
+//!   of the reserved characters that have no structural role in a path (`:@!&'()+,;=[]`):
+//!   RFC 9309 says raw reserved characters are percent-encoded before comparison and encoded
+//!   ones are not decoded, so the two spellings compare equal, as the RFC's own table shows
+//!   (`?baz=https://foo.bar` is matched as `?baz=https%3A%2F%2Ffoo.bar`); we write both raw;
+//! - `%2F`, `%3F`, `%23` and `%25` stay encoded (with upper-case hex digits): decoding them would
+//!   change where the path ends or what it says;
+//! - `*` and `$` are special in patterns, so in a path both are always written `%2A` and `%24`,
+//!   and in a pattern `%2A` and `%24` stand for the literal octets (RFC 9309 §2.2.3): the pattern
+//!   `/a-%2A.html` matches the path `/a-*.html`;
+//! - octets that may not appear raw in a URI (outside ASCII, controls, space, `"<>\^`{|}`) are
+//!   percent-encoded; an invalid escape (`%zz`, a trailing `%`) is kept as it is.
+//!
+//! [`forms`] gives the other readings an origin server may make of a request path: with
+//! `.`/`..` segments and doubled slashes resolved, and with encoded separators decoded.
 
 use std::borrow::Cow;
 
@@ -49,6 +63,15 @@ fn is_unreserved(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~')
 }
 
+/// Reserved characters whose escapes are decoded too: they carry no structure in a path (unlike
+/// `/`, `?`, `#` and `%`), and no meaning in a pattern (unlike `*` and `$`).
+fn is_plain_reserved(byte: u8) -> bool {
+    matches!(
+        byte,
+        b':' | b'@' | b'!' | b'&' | b'\'' | b'(' | b')' | b'+' | b',' | b';' | b'=' | b'[' | b']'
+    )
+}
+
 /// Octets that never appear raw in a URI: they are percent-encoded before comparison, so that a
 /// rule written with a raw `é` or space matches the request that carries `%C3%A9` or `%20`.
 fn must_encode(byte: u8) -> bool {
@@ -71,15 +94,37 @@ fn hex_value(byte: u8) -> Option<u8> {
 
 const UPPER_HEX: &[u8; 16] = b"0123456789ABCDEF";
 
-/// Whether `bytes` is already in normal form, so that the common case costs no allocation.
-fn is_normal(bytes: &[u8]) -> bool {
-    bytes.iter().all(|&b| b != b'%' && !must_encode(b))
+/// What is being normalised: a request's path, or a rule's pattern (where raw `*` and a final
+/// raw `$` are operators and stay as they are).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Path,
+    Pattern,
 }
 
-/// Normalises a path or a pattern for comparison (see the module documentation). An invalid
-/// escape (`%zz`, a trailing `%`) is kept as it is: it can only match itself.
-pub fn normalize(bytes: &[u8]) -> Cow<'_, [u8]> {
-    if is_normal(bytes) {
+/// Whether `bytes` is already in normal form, so that the common case costs no allocation.
+fn is_normal(bytes: &[u8], side: Side) -> bool {
+    match side {
+        Side::Path => bytes
+            .iter()
+            .all(|&b| !matches!(b, b'%' | b'*' | b'$') && !must_encode(b)),
+        Side::Pattern => {
+            let body = bytes.strip_suffix(b"$").unwrap_or(bytes);
+            body.iter().all(|&b| !matches!(b, b'%' | b'$') && !must_encode(b))
+        }
+    }
+}
+
+fn push_escape(out: &mut Vec<u8>, byte: u8) {
+    out.extend_from_slice(&[
+        b'%',
+        UPPER_HEX[usize::from(byte >> 4)],
+        UPPER_HEX[usize::from(byte & 0x0F)],
+    ]);
+}
+
+fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
+    if is_normal(bytes, side) {
         return Cow::Borrowed(bytes);
     }
     let mut out = Vec::with_capacity(bytes.len() + 8);
@@ -93,31 +138,40 @@ pub fn normalize(bytes: &[u8]) -> Cow<'_, [u8]> {
                 .zip(bytes.get(i + 2).and_then(|&l| hex_value(l)));
             if let Some((high, low)) = escape {
                 let decoded = high << 4 | low;
-                if is_unreserved(decoded) {
+                if is_unreserved(decoded) || is_plain_reserved(decoded) {
                     out.push(decoded);
                 } else {
-                    out.extend_from_slice(&[
-                        b'%',
-                        UPPER_HEX[usize::from(high)],
-                        UPPER_HEX[usize::from(low)],
-                    ]);
+                    push_escape(&mut out, decoded);
                 }
                 i += 3;
                 continue;
             }
             out.push(b'%');
         } else if must_encode(byte) {
-            out.extend_from_slice(&[
-                b'%',
-                UPPER_HEX[usize::from(byte >> 4)],
-                UPPER_HEX[usize::from(byte & 0x0F)],
-            ]);
+            push_escape(&mut out, byte);
+        } else if side == Side::Path && matches!(byte, b'*' | b'$') {
+            push_escape(&mut out, byte);
+        } else if side == Side::Pattern && byte == b'$' && i + 1 < bytes.len() {
+            // Only a final `$` anchors the pattern; one anywhere else is the literal octet.
+            push_escape(&mut out, byte);
         } else {
             out.push(byte);
         }
         i += 1;
     }
     Cow::Owned(out)
+}
+
+/// Normalises a request's path (and query) for comparison (see the module documentation).
+pub fn normalize(bytes: &[u8]) -> Cow<'_, [u8]> {
+    normalize_side(bytes, Side::Path)
+}
+
+/// Normalises a rule's pattern for comparison: as [`normalize`], except that a raw `*` stays the
+/// wildcard and a final raw `$` stays the end anchor; every literal `*` or `$` comes out as
+/// `%2A` or `%24`, as it does in a normalised path.
+pub fn normalize_pattern(bytes: &[u8]) -> Cow<'_, [u8]> {
+    normalize_side(bytes, Side::Pattern)
 }
 
 /// Whether a normalised path is `/robots.txt` itself, which RFC 9309 §2.2.2 always allows (the
@@ -128,6 +182,61 @@ pub fn is_robots_txt(normalised_path_and_query: &[u8]) -> bool {
         None => normalised_path_and_query,
     };
     path == b"/robots.txt"
+}
+
+/// How an origin server may read a request path, besides as it was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Form {
+    /// The path as sent (normalised).
+    AsSent,
+    /// With `.`/`..` segments removed and runs of `/` merged ([`canonical`]).
+    Resolved,
+    /// With `%2F` and `%5C` (an encoded `\`, and a raw one) in the path read as `/`, then
+    /// resolved: what an origin that decodes separators before it resolves dot segments serves.
+    Decoded,
+}
+
+/// The other forms of a normalised path that an origin may serve, in the order they are judged
+/// (each at most once, and only when it differs from the forms before it).
+pub fn forms(normal: &[u8]) -> impl Iterator<Item = (Form, Vec<u8>)> + '_ {
+    let resolved = canonical(normal);
+    let decoded = decode_separators(normal).map(|decoded| match canonical(&decoded) {
+        Some(resolved) => resolved,
+        None => decoded,
+    });
+    let decoded = decoded.filter(|d| Some(d) != resolved.as_ref() && d.as_slice() != normal);
+    resolved
+        .map(|r| (Form::Resolved, r))
+        .into_iter()
+        .chain(decoded.map(|d| (Form::Decoded, d)))
+}
+
+/// The path part of a normalised path with `%2F` and `%5C` read as `/`; `None` when it has
+/// neither. The query is left as it is: there they are data, not separators.
+fn decode_separators(normal: &[u8]) -> Option<Vec<u8>> {
+    let end = normal
+        .iter()
+        .position(|&b| b == b'?')
+        .unwrap_or(normal.len());
+    let (path, query) = normal.split_at(end);
+    let is_separator = |w: &[u8]| w == b"%2F" || w == b"%5C";
+    if !path.windows(3).any(is_separator) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(normal.len());
+    let mut i = 0;
+    while i < path.len() {
+        if path.get(i..i + 3).is_some_and(is_separator) {
+            out.push(b'/');
+            i += 3;
+        } else {
+            out.push(path[i]);
+            i += 1;
+        }
+    }
+    out.extend_from_slice(query);
+    Some(out)
 }
 
 /// The path as most origin servers resolve it: `.` and `..` segments removed (RFC 3986 §5.2.4)
@@ -194,10 +303,55 @@ mod tests {
     }
 
     #[test]
-    fn reserved_escapes_stay_encoded_with_upper_hex() {
+    fn structural_escapes_stay_encoded_with_upper_hex() {
         assert_eq!(norm("/a%2fb"), "/a%2Fb");
-        assert_eq!(norm("/a%3Fb%3d"), "/a%3Fb%3D");
+        assert_eq!(norm("/a%3Fb%23%25"), "/a%3Fb%23%25");
         assert_eq!(norm("/%c3%a9"), "/%C3%A9");
+    }
+
+    #[test]
+    fn plain_reserved_escapes_are_decoded() {
+        // RFC 9309 §2.2.2's table: `https://foo.bar` in a query is matched as
+        // `https%3A%2F%2Ffoo.bar`; both spellings of `:` compare equal.
+        assert_eq!(norm("/a?u=https%3A//x%3d1%26b"), "/a?u=https://x=1&b");
+        assert_eq!(norm("/%40%21%27%28%29%2B%2C%3B%5B%5D"), "/@!'()+,;[]");
+    }
+
+    #[test]
+    fn star_and_dollar_are_literal_in_paths_and_escaped_in_patterns() {
+        assert_eq!(norm("/a-*.html$"), "/a-%2A.html%24");
+        assert_eq!(norm("/a-%2a.html%24"), "/a-%2A.html%24");
+        let pattern = |s: &str| String::from_utf8(normalize_pattern(s.as_bytes()).into_owned()).unwrap();
+        assert_eq!(pattern("/a-%2A.html"), "/a-%2A.html");
+        assert_eq!(pattern("/*.php$"), "/*.php$");
+        assert_eq!(pattern("/a$b$"), "/a%24b$");
+        assert_eq!(pattern("/%24$"), "/%24$");
+        assert!(matches!(normalize_pattern(b"/*.php$"), Cow::Borrowed(_)));
+    }
+
+    fn all_forms(s: &str) -> Vec<(Form, String)> {
+        forms(s.as_bytes())
+            .map(|(form, bytes)| (form, String::from_utf8(bytes).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn forms_resolve_and_decode_separators_in_the_path_only() {
+        assert_eq!(all_forms("/a/b?c"), vec![]);
+        assert_eq!(
+            all_forms("/public%2F..%2Fprivate/x"),
+            vec![(Form::Decoded, "/private/x".into())]
+        );
+        assert_eq!(
+            all_forms("/a/../b%5C..%5Cc"),
+            vec![
+                (Form::Resolved, "/b%5C..%5Cc".into()),
+                (Form::Decoded, "/c".into())
+            ]
+        );
+        assert_eq!(all_forms("/a?next=%2Fb"), vec![]);
+        assert_eq!(all_forms("/a%2Fb"), vec![(Form::Decoded, "/a/b".into())]);
+        assert_eq!(all_forms("//x"), vec![(Form::Resolved, "/x".into())]);
     }
 
     #[test]
@@ -205,6 +359,7 @@ mod tests {
         assert_eq!(norm("/café"), "/caf%C3%A9");
         assert_eq!(norm("/a b"), "/a%20b");
         assert_eq!(norm("/a|b"), "/a%7Cb");
+        assert_eq!(norm("/a\\b"), "/a%5Cb");
         assert_eq!(
             String::from_utf8(normalize(b"/\xff").into_owned()).unwrap(),
             "/%FF"
@@ -238,7 +393,8 @@ mod tests {
 
     #[test]
     fn normal_input_is_borrowed() {
-        assert!(matches!(normalize(b"/a/b?c=d*$"), Cow::Borrowed(_)));
+        assert!(matches!(normalize(b"/a/b?c=d&e=:"), Cow::Borrowed(_)));
+        assert!(matches!(normalize(b"/a*"), Cow::Owned(_)));
     }
 
     #[test]

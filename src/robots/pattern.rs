@@ -1,13 +1,19 @@
-//! One rule's pattern, made ready to compile: normalised, ranked, and turned into a regex.
+//! One rule's pattern, made ready to compile: normalised, ranked, and sorted into the cheapest
+//! shape that can answer it.
 //!
 //! RFC 9309 §2.2.2: a pattern matches from the first octet of the path, `*` matches any run of
 //! octets, and `$` anchors the end only when it is the pattern's last character. The rule whose
-//! pattern has the most octets wins, and `allow` wins a tie: [`Prepared::precedence`] orders rules
-//! so that the first one that matches is the one that decides.
+//! pattern has the most octets wins, and `allow` wins a tie: [`Prepared::key`] ranks rules so
+//! that the matching rule with the greatest key is the one that decides.
 
 use super::parse::{Rule, RuleKind};
-use super::path::normalize;
+use super::path::normalize_pattern;
 use std::cmp::Ordering;
+
+/// A rule's rank: the matching rule with the greatest key decides. It orders by the pattern's
+/// length in octets, then allow before disallow, then the earlier line (so that a verdict names
+/// the first of two equal rules). Keys of different rules of one file are different.
+pub(crate) type Key = u64;
 
 /// A rule ready for compilation: the index of the rule in the file, and its normalised pattern.
 #[derive(Debug, Clone)]
@@ -16,30 +22,44 @@ pub(crate) struct Prepared {
     pub rule: usize,
     pub kind: RuleKind,
     pub line: u32,
-    /// The pattern after percent-encoding normalisation: what is compared, and what is counted.
+    /// The pattern in normal form (see [`normalize_pattern`]): raw `*` is the wildcard, a final
+    /// raw `$` the end anchor, every other octet literal.
     pub normalized: Vec<u8>,
+    /// The pattern's length in octets, as RFC 9309 counts them for precedence: the normalised
+    /// pattern, where a literal `$` that was written raw counts once.
+    pub length: u32,
 }
 
 impl Prepared {
     pub fn new(index: usize, rule: &Rule) -> Self {
+        let normalized = normalize_pattern(rule.pattern.as_bytes()).into_owned();
+        // A raw `$` before the end is normalised to the three octets `%24`; it was one.
+        let written = rule.pattern.as_bytes();
+        let inner_dollars = written
+            .strip_suffix(b"$")
+            .unwrap_or(written)
+            .iter()
+            .filter(|&&b| b == b'$')
+            .count();
+        let length = normalized.len().saturating_sub(2 * inner_dollars);
         Prepared {
             rule: index,
             kind: rule.kind,
             line: rule.line,
-            normalized: normalize(rule.pattern.as_bytes()).into_owned(),
+            normalized,
+            length: u32::try_from(length).unwrap_or(u32::MAX),
         }
     }
 
-    /// The order in which rules are tried: most octets first, then allow before disallow, then
-    /// file order. The first rule in this order that matches a path decides for it.
+    /// The rank of this rule (see [`Key`]).
+    pub fn key(&self) -> Key {
+        let allow = u64::from(self.kind == RuleKind::Allow);
+        (u64::from(self.length) << 33) | (allow << 32) | u64::from(u32::MAX - self.line)
+    }
+
+    /// The order in which rules are tried: greatest key first.
     pub fn precedence(&self, other: &Self) -> Ordering {
-        let allow_first = |kind| matches!(kind, RuleKind::Disallow);
-        other
-            .normalized
-            .len()
-            .cmp(&self.normalized.len())
-            .then_with(|| allow_first(self.kind).cmp(&allow_first(other.kind)))
-            .then_with(|| self.line.cmp(&other.line))
+        other.key().cmp(&self.key())
     }
 
     /// Whether two rules are the same rule twice (RFC 9309: duplicates MAY be deduplicated).
@@ -47,99 +67,60 @@ impl Prepared {
         self.kind == other.kind && self.normalized == other.normalized
     }
 
-    /// The pattern's body (without a final `$` or trailing `*`s) and whether it must match the
-    /// whole path: `/fish*` is (`/fish`, prefix), `/a$` is (`/a`, whole), `/a*$` is (`/a`, prefix).
-    fn body(&self) -> (&[u8], bool) {
-        let (body, mut whole) = match self.normalized.split_last() {
+    /// The cheapest shape that answers this pattern.
+    ///
+    /// `/fish`, `/fish*` and `/fish*$` are prefixes, `/fish$` a whole path, and anything with a
+    /// `*` before its last literal octet a [`Glob`].
+    pub fn shape(&self) -> Shape<'_> {
+        let (body, mut anchored) = match self.normalized.split_last() {
             Some((b'$', body)) => (body, true),
             _ => (&self.normalized[..], false),
         };
         let mut end = body.len();
         while end > 0 && body[end - 1] == b'*' {
             end -= 1;
-            whole = false;
+            anchored = false;
         }
-        (&body[..end], whole)
-    }
-
-    /// What the pattern is, when it has no `*` at all: a literal prefix of the path, or (with a
-    /// final `$`) the whole path. A trailing `*` is excluded too although it matches like a
-    /// prefix: it counts in the pattern's length, so the longest body would no longer be the
-    /// rule that takes precedence (`allow: *` ties with `disallow: /`, and allow wins).
-    pub fn literal(&self) -> Option<Literal<'_>> {
-        if self.normalized.contains(&b'*') {
-            return None;
+        let body = &body[..end];
+        let mut pieces = body.split(|&b| b == b'*');
+        let first = pieces.next().unwrap_or_default();
+        let rest: Vec<&[u8]> = pieces.filter(|piece| !piece.is_empty()).collect();
+        if rest.is_empty() {
+            return if anchored {
+                Shape::Whole(first)
+            } else {
+                Shape::Prefix(first)
+            };
         }
-        let (body, whole) = self.body();
-        Some(if whole {
-            Literal::Whole(body)
-        } else {
-            Literal::Prefix(body)
+        let mut middle = rest;
+        let last = if anchored { middle.pop() } else { None };
+        Shape::Glob(Glob {
+            first,
+            middle,
+            last,
         })
-    }
-
-    /// The pattern as a regex over bytes, for a search anchored at the path's first octet.
-    ///
-    /// `*` runs become `.*` (with `.` matching any byte); a trailing `*` or `*$` is dropped since
-    /// matching is by prefix anyway; a final `$` becomes the end-of-input anchor.
-    pub fn regex(&self) -> String {
-        let (body, anchored) = self.body();
-        let mut regex = String::with_capacity(body.len() + 8);
-        let mut previous_star = false;
-        for &byte in body {
-            if byte == b'*' {
-                if !previous_star {
-                    regex.push_str(".*");
-                }
-                previous_star = true;
-                continue;
-            }
-            previous_star = false;
-            if is_regex_meta(byte) {
-                regex.push('\\');
-            }
-            // Normalised patterns are ASCII: every other octet was percent-encoded.
-            regex.push(char::from(byte));
-        }
-        if anchored {
-            regex.push('$');
-        }
-        regex
     }
 }
 
-/// A pattern without wildcards, as the literal matcher uses it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Literal<'a> {
-    /// Matches every path that starts with these bytes.
+/// What a pattern is, for the matcher.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Shape<'a> {
+    /// Matches every path that starts with these octets (empty: every path).
     Prefix(&'a [u8]),
     /// Matches exactly this path.
     Whole(&'a [u8]),
+    /// A pattern with wildcards inside.
+    Glob(Glob<'a>),
 }
 
-/// The characters regex-syntax gives a meaning to, which must be escaped to stand for themselves.
-fn is_regex_meta(byte: u8) -> bool {
-    matches!(
-        byte,
-        b'\\'
-            | b'.'
-            | b'+'
-            | b'*'
-            | b'?'
-            | b'('
-            | b')'
-            | b'|'
-            | b'['
-            | b']'
-            | b'{'
-            | b'}'
-            | b'^'
-            | b'$'
-            | b'#'
-            | b'&'
-            | b'-'
-            | b'~'
-    )
+/// A pattern with wildcards: `first`, then each of `middle` in order with anything between,
+/// then, when the pattern ends with `$`, `last` at the very end. `/a/*/b*c$` is first `/a/`,
+/// middle `[b]`, last `c`; `*.pdf` is first ``, middle `[.pdf]`, no last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Glob<'a> {
+    pub first: &'a [u8],
+    pub middle: Vec<&'a [u8]>,
+    pub last: Option<&'a [u8]>,
 }
 
 #[cfg(test)]
@@ -155,38 +136,39 @@ mod tests {
         Prepared::new(0, &rule)
     }
 
-    fn regex(pattern: &str) -> String {
-        prepared(RuleKind::Disallow, pattern, 1).regex()
+    fn shape(pattern: &str) -> String {
+        format!("{:?}", prepared(RuleKind::Disallow, pattern, 1).shape())
+    }
+
+    fn glob(first: &str, middle: &[&str], last: Option<&str>) -> String {
+        format!(
+            "{:?}",
+            Shape::Glob(Glob {
+                first: first.as_bytes(),
+                middle: middle.iter().map(|m| m.as_bytes()).collect(),
+                last: last.map(str::as_bytes),
+            })
+        )
     }
 
     #[test]
-    fn patterns_become_anchored_prefix_regexes() {
-        assert_eq!(regex("/fish"), "/fish");
-        assert_eq!(regex("/*.php$"), "/.*\\.php$");
-        assert_eq!(regex("/fish*"), "/fish");
-        assert_eq!(regex("/fish**$"), "/fish");
-        assert_eq!(regex("/a**b"), "/a.*b");
-        assert_eq!(regex("/a$b"), "/a\\$b");
-        assert_eq!(regex("/$"), "/$");
-        assert_eq!(regex("/a?b=(c)|[d]"), "/a\\?b=\\(c\\)%7C\\[d\\]");
-        assert_eq!(regex("/caf\u{e9}"), "/caf%C3%A9");
-    }
-
-    #[test]
-    fn literal_shapes() {
-        let shape = |p: &str| {
-            prepared(RuleKind::Disallow, p, 1)
-                .literal()
-                .map(|l| format!("{l:?}"))
-        };
-        let prefix = |b: &[u8]| Some(format!("{:?}", Literal::Prefix(b)));
-        let whole = |b: &[u8]| Some(format!("{:?}", Literal::Whole(b)));
-        assert_eq!(shape("/fish"), prefix(b"/fish"));
-        assert_eq!(shape("/a$"), whole(b"/a"));
-        assert_eq!(shape("/a$b"), prefix(b"/a$b"));
-        assert_eq!(shape("/fish*"), None);
-        assert_eq!(shape("/*.php"), None);
-        assert_eq!(shape("*"), None);
+    fn shapes() {
+        let prefix = |b: &str| format!("{:?}", Shape::Prefix(b.as_bytes()));
+        let whole = |b: &str| format!("{:?}", Shape::Whole(b.as_bytes()));
+        assert_eq!(shape("/fish"), prefix("/fish"));
+        assert_eq!(shape("/fish*"), prefix("/fish"));
+        assert_eq!(shape("/fish**$"), prefix("/fish"));
+        assert_eq!(shape("*"), prefix(""));
+        assert_eq!(shape("/a$"), whole("/a"));
+        assert_eq!(shape("/a$b"), prefix("/a%24b"));
+        assert_eq!(shape("/$"), whole("/"));
+        assert_eq!(shape("/*.php$"), glob("/", &[], Some(".php")));
+        assert_eq!(shape("/*.php"), glob("/", &[".php"], None));
+        assert_eq!(shape("*.gif$"), glob("", &[], Some(".gif")));
+        assert_eq!(shape("/a/**/b*c$"), glob("/a/", &["/b"], Some("c")));
+        assert_eq!(shape("/a*b*"), glob("/a", &["b"], None));
+        // `%2A` is the literal octet, not a wildcard.
+        assert_eq!(shape("/file-%2A.html"), prefix("/file-%2A.html"));
     }
 
     #[test]
@@ -207,6 +189,21 @@ mod tests {
     fn length_is_counted_after_normalisation() {
         let encoded = prepared(RuleKind::Disallow, "/%62%61%7A", 1);
         assert_eq!(encoded.normalized, b"/baz");
+        assert_eq!(encoded.length, 4);
         assert!(encoded.same_as(&prepared(RuleKind::Disallow, "/baz", 2)));
+        // A raw `$` inside a pattern is one octet, though it is compared as `%24`.
+        let dollar = prepared(RuleKind::Disallow, "/a$b", 1);
+        assert_eq!((dollar.normalized.as_slice(), dollar.length), (&b"/a%24b"[..], 4));
+        assert_eq!(prepared(RuleKind::Disallow, "/a%24b", 1).length, 6);
+        assert_eq!(prepared(RuleKind::Disallow, "/a*$", 1).length, 4);
+    }
+
+    #[test]
+    fn keys_rank_length_then_allow_then_line() {
+        let long = prepared(RuleKind::Disallow, "/abc", 9).key();
+        let allow = prepared(RuleKind::Allow, "/ab", 9).key();
+        let early = prepared(RuleKind::Disallow, "/ab", 1).key();
+        let late = prepared(RuleKind::Disallow, "/xy", 2).key();
+        assert!(long > allow && allow > early && early > late);
     }
 }

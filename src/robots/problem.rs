@@ -67,6 +67,9 @@ pub enum ProblemKind {
     /// A crawl-delay that is not a non-negative number of seconds.
     #[error("crawl-delay `{0}` is not a number of seconds")]
     BadCrawlDelay(String),
+    /// A crawl-delay longer than a day ([`super::parse::MAX_CRAWL_DELAY_SECONDS`]): read as a day.
+    #[error("crawl-delay `{0}` is more than a day; read as one day")]
+    CrawlDelayTooLong(String),
     /// A second crawl-delay in one group; the larger one is kept.
     #[error("group already has a crawl-delay; the larger is kept")]
     DuplicateCrawlDelay,
@@ -107,6 +110,7 @@ impl ProblemKind {
             ProblemKind::StarWithSuffix(_) => "star_with_suffix",
             ProblemKind::NoToken(_) => "no_token",
             ProblemKind::BadCrawlDelay(_) => "bad_crawl_delay",
+            ProblemKind::CrawlDelayTooLong(_) => "crawl_delay_too_long",
             ProblemKind::DuplicateCrawlDelay => "duplicate_crawl_delay",
             ProblemKind::RelativeSitemap(_) => "relative_sitemap",
             ProblemKind::EmptyValue(_) => "empty_value",

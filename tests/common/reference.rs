@@ -13,8 +13,10 @@
 //! - the matching rule whose normalised pattern has the most octets decides; an allow wins a tie;
 //! - `/robots.txt` is always allowed, with any query;
 //! - paths and patterns are compared after percent-encoding normalisation: escapes of unreserved
-//!   characters are decoded, other escapes keep upper-case hex digits, octets that may not appear
-//!   raw in a URI are encoded, invalid escapes (`%zz`, a trailing `%`) stay as they are.
+//!   characters and of the reserved characters without a role in a path (`:@!&'()+,;=[]`) are
+//!   decoded, other escapes keep upper-case hex digits, octets that may not appear raw in a URI
+//!   are encoded, invalid escapes (`%zz`, a trailing `%`) stay as they are; `*` and `$` in a
+//!   path, and `%2A`/`%24` in a pattern, are the literal octets.
 //!
 //! It also holds what both test files need to make queries: a small seeded random number
 //! generator and functions that derive paths from patterns.
@@ -100,6 +102,12 @@ fn unreserved(byte: u8) -> bool {
     matches!(byte, b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~')
 }
 
+/// Reserved characters with no role in a path or a pattern: their escapes are decoded too, so
+/// that both spellings compare equal (RFC 9309 §2.2.2's table).
+fn plain_reserved(byte: u8) -> bool {
+    b":@!&'()+,;=[]".contains(&byte)
+}
+
 /// Octets that are always percent-encoded before comparison.
 fn encoded(byte: u8) -> bool {
     !(0x20..0x7F).contains(&byte) || b" \"<>\\^`{|}".contains(&byte)
@@ -111,8 +119,10 @@ fn hex_digit(byte: u8) -> Option<u8> {
         .and_then(|digit| u8::try_from(digit).ok())
 }
 
-/// Percent-encoding normalisation of a path or of a pattern.
-pub fn normalize(input: &[u8]) -> Vec<u8> {
+/// Percent-encoding normalisation of a path (`pattern` false) or of a pattern. In a path, `*`
+/// and `$` are literal and written `%2A` and `%24`; in a pattern, a raw `*` is the wildcard, a
+/// final raw `$` the anchor, and any other `$` the literal `%24`.
+pub fn normalize_as(input: &[u8], pattern: bool) -> Vec<u8> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < input.len() {
@@ -120,7 +130,7 @@ pub fn normalize(input: &[u8]) -> Vec<u8> {
         if byte == b'%' && i + 2 < input.len() {
             if let (Some(high), Some(low)) = (hex_digit(input[i + 1]), hex_digit(input[i + 2])) {
                 let value = high * 16 + low;
-                if unreserved(value) {
+                if unreserved(value) || plain_reserved(value) {
                     out.push(value);
                 } else {
                     out.push(b'%');
@@ -131,7 +141,12 @@ pub fn normalize(input: &[u8]) -> Vec<u8> {
                 continue;
             }
         }
-        if encoded(byte) {
+        let literal_special = if pattern {
+            byte == b'$' && i + 1 < input.len()
+        } else {
+            byte == b'*' || byte == b'$'
+        };
+        if encoded(byte) || literal_special {
             out.extend_from_slice(format!("%{byte:02X}").as_bytes());
         } else {
             out.push(byte);
@@ -139,6 +154,18 @@ pub fn normalize(input: &[u8]) -> Vec<u8> {
         i += 1;
     }
     out
+}
+
+/// Percent-encoding normalisation of a path.
+pub fn normalize(input: &[u8]) -> Vec<u8> {
+    normalize_as(input, false)
+}
+
+/// A pattern's length in octets for precedence: its normalised length, where a literal `$`
+/// written raw counts once (it is compared as `%24`).
+pub fn pattern_length(written: &str, normalised: &[u8]) -> usize {
+    let inner = written.strip_suffix('$').unwrap_or(written);
+    normalised.len() - 2 * inner.matches('$').count()
 }
 
 /// The product token of a crawler's name: its leading run of letters, `-` and `_`.
@@ -248,16 +275,17 @@ pub fn decide(file: &RefFile, agent: &str, path: &str) -> RefVerdict {
         if !is_rule_pattern(&rule.pattern) {
             continue;
         }
-        let pattern = normalize(rule.pattern.as_bytes());
+        let pattern = normalize_as(rule.pattern.as_bytes(), true);
         if !pattern_matches(&pattern, &verdict.path) {
             continue;
         }
         verdict.matching.push(rule.clone());
-        if pattern.len() > best_length {
-            best_length = pattern.len();
+        let length = pattern_length(&rule.pattern, &pattern);
+        if length > best_length {
+            best_length = length;
             verdict.best.clear();
         }
-        if pattern.len() == best_length {
+        if length == best_length {
             verdict.best.push(rule.clone());
         }
     }
