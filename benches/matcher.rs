@@ -70,7 +70,12 @@ fn busiest_agents(robots: &crawlgate::Robots) -> Vec<String> {
     let mut counts: Vec<(usize, &str)> = file
         .groups
         .iter()
-        .flat_map(|group| group.agents.iter().map(move |a| (group.rules.len(), a.as_str())))
+        .flat_map(|group| {
+            group
+                .agents
+                .iter()
+                .map(move |a| (group.rules.len(), a.as_str()))
+        })
         .collect();
     counts.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
     let mut agents: Vec<String> = Vec::new();
@@ -88,7 +93,10 @@ fn busiest_agents(robots: &crawlgate::Robots) -> Vec<String> {
 fn corpus_cases() -> Vec<Case> {
     let dir = common::corpus_dir();
     let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!("no corpus at {}: only the generated shapes run", dir.display());
+        eprintln!(
+            "no corpus at {}: only the generated shapes run",
+            dir.display()
+        );
         return Vec::new();
     };
     let mut files: Vec<PathBuf> = entries
@@ -153,7 +161,10 @@ fn bench_case(c: &mut Criterion, case: &Case) {
     let queries = (case.agents.len() * case.paths.len()) as u64;
     group.throughput(Throughput::Elements(queries));
     let ours = crawlgate::Robots::parse(&case.text);
-    for (id, strict) in [("query/crawlgate", false), ("query/crawlgate-every-form", true)] {
+    for (id, strict) in [
+        ("query/crawlgate", false),
+        ("query/crawlgate-every-form", true),
+    ] {
         group.bench_function(BenchmarkId::from_parameter(id), |b| {
             b.iter(|| {
                 let mut allowed = 0;

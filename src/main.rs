@@ -16,7 +16,12 @@ fn main() -> ExitCode {
     .init();
     let stdout = std::io::stdout();
     let outcome = match &args.command {
-        Command::Check(check) => cli::run_check(check, std::io::stdin().lock(), stdout.lock()),
+        Command::Check(check) => cli::run_check(
+            check,
+            std::io::stdin().lock(),
+            stdout.lock(),
+            std::io::stderr().lock(),
+        ),
         Command::Lint(lint) => cli::run_lint(lint, stdout.lock()),
         Command::Audit(audit) => cli::run_audit(audit, stdout.lock()),
         #[cfg(feature = "proxy")]

@@ -236,10 +236,7 @@ fn every_file_parses_within_its_limits() {
         }
         let parsed = robots.file();
         for limit in [TINY_LIMIT, HUGE_LIMIT] {
-            let options = Options {
-                max_bytes: limit,
-                ..Options::default()
-            };
+            let options = Options { max_bytes: limit };
             let limited = Robots::parse_with(bytes, options);
             errors.extend(invariants(name, bytes, &limited, limit));
             // Whatever the limit, the same lines are read the same way: the file read with the
@@ -434,7 +431,6 @@ fn large_files_agree_with_the_reference() {
             &entry.bytes,
             Options {
                 max_bytes: HUGE_LIMIT,
-                ..Options::default()
             },
         );
         for (limit, robots) in [(DEFAULT_MAX_BYTES, &entry.robots), (HUGE_LIMIT, &huge)] {

@@ -554,10 +554,7 @@ fn query_parsed(bytes: &[u8], robots: &Robots, seed: u64) -> Result<(), TestCase
 }
 
 fn parse_limited(bytes: &[u8], limit: usize) -> Robots {
-    let options = Options {
-        max_bytes: limit,
-        ..Options::default()
-    };
+    let options = Options { max_bytes: limit };
     Robots::parse_with(bytes, options)
 }
 

@@ -1,6 +1,9 @@
 //! What the benchmarks share: the real robots.txt files of the corpus, and stand-ins when the
 //! corpus is absent.
 
+// Each benchmark uses part of this module.
+#![allow(dead_code)]
+
 use std::path::PathBuf;
 
 /// The corpus folder: `CRAWLGATE_CORPUS`, else `../shared/corpus/real` beside the crate.

@@ -41,6 +41,14 @@ struct Answer<'a> {
     rule: Option<&'a Rule>,
     group: crate::robots::GroupKind,
     reason: Reason,
+    /// The form of the path that decided (`as_sent`, `resolved`, `decoded`).
+    form: crate::robots::Form,
+    /// The verdict the query expected, when it said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expected: Option<Expected>,
+    /// Whether the verdict is the expected one, when the query said what it expected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ok: Option<bool>,
 }
 
 impl<'a> Answer<'a> {
@@ -58,36 +66,49 @@ impl<'a> Answer<'a> {
             rule: v.rule,
             group: v.group,
             reason: v.reason,
+            form: v.form,
+            expected: None,
+            ok: None,
         }
     }
 }
 
-/// One input line of `--jsonl`.
+/// What a `--jsonl` query expects robots.txt to say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Expected {
+    Allowed,
+    Disallowed,
+}
+
+/// One input line of `--jsonl`. Fields it does not know are ignored, so that a site can keep
+/// its own notes beside its questions.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct Query {
     robots: Option<String>,
     agent: Option<String>,
     url: String,
     id: Option<serde_json::Value>,
+    expect: Option<Expected>,
 }
 
-/// Runs `check`: answers on `out`, `--jsonl` queries from `input`.
+/// Runs `check`: answers on `out`, `--jsonl` queries from `input`, and a summary of `--jsonl`
+/// expectations (each one that failed, then a count) on `err`.
 pub fn run_check(
     args: &CheckArgs,
     input: impl BufRead,
     mut out: impl Write,
+    err: impl Write,
 ) -> Result<ExitStatus, CliError> {
     let options = Options {
         max_bytes: args.max_bytes,
-        ..Options::default()
     };
     let file_robots = match &args.robots {
         Some(path) => Some(Robots::parse_with(&read_input(path)?, options)),
         None => None,
     };
     if args.jsonl {
-        return check_jsonl(args, file_robots.as_ref(), options, input, out);
+        return check_jsonl(args, file_robots.as_ref(), options, input, out, err);
     }
     let robots = file_robots
         .ok_or_else(|| CliError::Usage("--robots FILE is required (or use --jsonl)".into()))?;
@@ -147,11 +168,13 @@ fn check_jsonl(
     options: Options,
     input: impl BufRead,
     mut out: impl Write,
+    mut err: impl Write,
 ) -> Result<ExitStatus, CliError> {
     // Consecutive queries usually share one file: compile it once.
     let mut last: Option<(String, Robots)> = None;
     let mut status = ExitStatus::Success;
     let mut first_error = None;
+    let mut expectations = Expectations::default();
     for (index, line) in input.lines().enumerate() {
         let line = line.map_err(|source| CliError::Read {
             path: "-".into(),
@@ -206,13 +229,61 @@ fn check_jsonl(
         if !verdict.allowed {
             status = ExitStatus::Failure;
         }
-        let answer = Answer::new(query.id.as_ref(), &query.url, agent, verdict);
+        let mut answer = Answer::new(query.id.as_ref(), &query.url, agent, verdict);
+        if let Some(expected) = query.expect {
+            let ok = (expected == Expected::Allowed) == answer.allowed;
+            answer.expected = Some(expected);
+            answer.ok = Some(ok);
+            expectations.checked += 1;
+            if !ok {
+                expectations.failed.push(format!(
+                    "line {}: {} {} is {} (expected {})",
+                    index + 1,
+                    agent,
+                    query.url,
+                    if answer.allowed {
+                        "allowed"
+                    } else {
+                        "disallowed"
+                    },
+                    match expected {
+                        Expected::Allowed => "allowed",
+                        Expected::Disallowed => "disallowed",
+                    },
+                ));
+            }
+        }
         writeln!(out, "{}", to_json(&answer))?;
+    }
+    if expectations.checked > 0 {
+        // With expectations, the exit status says whether they all held, not whether anything
+        // is disallowed: a robots.txt test runner for a site's CI.
+        for failure in &expectations.failed {
+            writeln!(err, "{failure}")?;
+        }
+        writeln!(
+            err,
+            "{} of {} expectations held",
+            expectations.checked - expectations.failed.len(),
+            expectations.checked
+        )?;
+        status = if expectations.failed.is_empty() {
+            ExitStatus::Success
+        } else {
+            ExitStatus::Failure
+        };
     }
     match first_error {
         Some(error) => Err(error),
         None => Ok(status),
     }
+}
+
+/// The expectations `--jsonl` queries carried, and those that failed.
+#[derive(Debug, Default)]
+struct Expectations {
+    checked: usize,
+    failed: Vec<String>,
 }
 
 #[cfg(test)]
@@ -237,9 +308,52 @@ mod tests {
     }
 
     fn run(args: &CheckArgs, stdin: &str) -> (Result<ExitStatus, CliError>, String) {
-        let mut out = Vec::new();
-        let result = run_check(args, stdin.as_bytes(), &mut out);
-        (result, String::from_utf8(out).unwrap())
+        let (result, out, _) = run_with_errors(args, stdin);
+        (result, out)
+    }
+
+    fn run_with_errors(
+        args: &CheckArgs,
+        stdin: &str,
+    ) -> (Result<ExitStatus, CliError>, String, String) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let result = run_check(args, stdin.as_bytes(), &mut out, &mut err);
+        (
+            result,
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    }
+
+    #[test]
+    fn jsonl_expectations_decide_the_exit_status() {
+        let file = robots_file("User-agent: *\nDisallow: /private/\n");
+        let path = file.path().to_str().unwrap();
+        let stdin = "{\"agent\": \"a\", \"url\": \"/private/x\", \"expect\": \"disallowed\", \"note\": \"kept out\"}\n\
+                     {\"agent\": \"a\", \"url\": \"/public\", \"expect\": \"allowed\"}\n";
+        let (result, out, err) = run_with_errors(&args(&["--jsonl", "--robots", path]), stdin);
+        // Something is disallowed, as expected: the expectations held.
+        assert_eq!(result.unwrap(), ExitStatus::Success);
+        let answers: Vec<serde_json::Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(answers[0]["ok"], true);
+        assert_eq!(answers[0]["expected"], "disallowed");
+        assert_eq!(err.trim(), "2 of 2 expectations held");
+        let failing = format!("{stdin}{{\"agent\": \"a\", \"url\": \"/public%2F..%2Fprivate/x\", \"expect\": \"allowed\", \"id\": 7}}\n");
+        let (result, out, err) = run_with_errors(&args(&["--jsonl", "--robots", path]), &failing);
+        assert_eq!(result.unwrap(), ExitStatus::Failure);
+        let last: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+        assert_eq!(
+            (last["ok"].clone(), last["form"].clone()),
+            (false.into(), "decoded".into())
+        );
+        assert!(
+            err.contains("line 3: a /public%2F..%2Fprivate/x is disallowed (expected allowed)"),
+            "{err}"
+        );
+        assert!(err.contains("2 of 3 expectations held"), "{err}");
     }
 
     #[test]

@@ -78,7 +78,6 @@ pub fn run_lint(args: &LintArgs, mut out: impl Write) -> Result<ExitStatus, CliE
     let bytes = read_input(&args.file)?;
     let options = Options {
         max_bytes: args.max_bytes,
-        ..Options::default()
     };
     let robots = Robots::parse_with(&bytes, options);
     let problems = robots.problems();

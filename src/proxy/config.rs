@@ -148,7 +148,7 @@ pub struct DnsFile {
     /// A name server `IP:PORT` instead of the system's.
     pub server: Option<Addr>,
     /// Answers cached (default 100000).
-    pub cache_size: Option<u64>,
+    pub cache_size: Option<Entries>,
     /// How long a verified address is believed (default 1h).
     pub positive_ttl: Option<HumanDuration>,
     /// How long a spoofed address is remembered (default 10m).
@@ -160,7 +160,7 @@ pub struct DnsFile {
 #[serde(deny_unknown_fields)]
 pub struct PolitenessFile {
     /// Crawlers and clients remembered, per kind of state (default 100000).
-    pub max_tracked: Option<u64>,
+    pub max_tracked: Option<Entries>,
     /// A crawler that has not fetched robots.txt for this long is `robots_unread` (default 24h).
     pub robots_read_window: Option<HumanDuration>,
     /// A crawler that read the previous robots.txt this recently is judged by it (default 24h).
@@ -193,6 +193,10 @@ impl CrawlDelayMode {
     }
 }
 
+/// The shortest and the longest `refresh` of a robots.txt fetched from the origin.
+const MIN_REFRESH: Duration = Duration::from_secs(1);
+const MAX_REFRESH: Duration = Duration::from_secs(24 * 3600);
+
 /// A `host:port` or `ip:port` listening address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Addr(pub SocketAddr);
@@ -208,22 +212,85 @@ impl<'de> Deserialize<'de> for Addr {
     }
 }
 
-/// A duration written the human way: `60s`, `5m`, `1h 30m`, `250ms`.
+/// The longest duration any key takes: no arithmetic on a configured duration can overflow.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// A duration written the human way: `60s`, `5m`, `1h 30m`, `250ms`; at most a year.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HumanDuration(pub Duration);
 
 impl<'de> Deserialize<'de> for HumanDuration {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(d)?;
-        humantime::parse_duration(&text)
-            .map(HumanDuration)
-            .map_err(|e| {
-                serde::de::Error::custom(format!(
-                    "`{text}` is not a duration ({e}): write it like 60s, 5m or 250ms"
-                ))
-            })
+        // Checked inside the visitor, so that the error carries the value's own line and key.
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = HumanDuration;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a duration such as 60s, 5m or 250ms")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<HumanDuration, E> {
+                let duration = humantime::parse_duration(text).map_err(|e| {
+                    E::custom(format!(
+                        "`{text}` is not a duration ({e}): write it like 60s, 5m or 250ms"
+                    ))
+                })?;
+                if duration > MAX_DURATION {
+                    return Err(E::custom(format!(
+                        "`{text}` is longer than a year, the longest duration any key takes"
+                    )));
+                }
+                Ok(HumanDuration(duration))
+            }
+        }
+        d.deserialize_str(Visitor)
     }
 }
+
+/// A whole number within `MIN..=MAX`, checked where it is written, so that no size or count
+/// from a configuration can exhaust memory or overflow arithmetic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounded<const MIN: u64, const MAX: u64>(pub u64);
+
+impl<const MIN: u64, const MAX: u64> Bounded<MIN, MAX> {
+    /// The value as a `usize` (the bounds are chosen to fit one).
+    pub fn get(self) -> usize {
+        usize::try_from(self.0).unwrap_or(usize::MAX)
+    }
+}
+
+impl<'de, const MIN: u64, const MAX: u64> Deserialize<'de> for Bounded<MIN, MAX> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Checked inside the visitor, so that the error carries the value's own line and key.
+        struct Visitor<const MIN: u64, const MAX: u64>;
+        impl<const MIN: u64, const MAX: u64> serde::de::Visitor<'_> for Visitor<MIN, MAX> {
+            type Value = Bounded<MIN, MAX>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "a whole number from {MIN} to {MAX}")
+            }
+            fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<Self::Value, E> {
+                if (MIN..=MAX).contains(&value) {
+                    Ok(Bounded(value))
+                } else {
+                    Err(E::custom(format!(
+                        "{value} is out of range: use {MIN} to {MAX}"
+                    )))
+                }
+            }
+            fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<Self::Value, E> {
+                match u64::try_from(value) {
+                    Ok(value) => self.visit_u64(value),
+                    Err(_) => Err(E::custom(format!(
+                        "{value} is out of range: use {MIN} to {MAX}"
+                    ))),
+                }
+            }
+        }
+        d.deserialize_u64(Visitor::<MIN, MAX>)
+    }
+}
+
+/// Entries of a cache or table: up to a hundred million.
+pub type Entries = Bounded<1, 100_000_000>;
 
 /// A TLS listener.
 #[derive(Debug, Clone, Deserialize)]
@@ -333,7 +400,7 @@ pub struct RobotsFile {
     /// How long one fetch from the origin may take.
     pub timeout: Option<HumanDuration>,
     /// The parse limit in bytes (RFC 9309: at least 500 KiB).
-    pub max_bytes: Option<usize>,
+    pub max_bytes: Option<Bounded<1, { 64 << 20 }>>,
     /// What an unreachable origin means.
     pub on_unreachable: Option<OnUnreachable>,
 }
@@ -388,17 +455,17 @@ fn default_tag_prefix() -> String {
 #[serde(deny_unknown_fields)]
 pub struct PingoraFile {
     /// Worker threads per service (default: the number of CPUs).
-    pub threads: Option<usize>,
+    pub threads: Option<Bounded<1, 1024>>,
     /// Seconds to drain connections on SIGTERM before exiting (default 5).
-    pub grace_period_seconds: Option<u64>,
+    pub grace_period_seconds: Option<Bounded<0, 3600>>,
     /// Whether idle worker threads steal tasks from busy ones (default true).
     pub work_stealing: Option<bool>,
     /// Idle upstream connections kept for reuse (default 128).
-    pub upstream_keepalive_pool_size: Option<usize>,
+    pub upstream_keepalive_pool_size: Option<Bounded<0, 1_000_000>>,
     /// Accept tasks per listening socket (default 1).
-    pub listener_tasks_per_fd: Option<usize>,
+    pub listener_tasks_per_fd: Option<Bounded<1, 1024>>,
     /// Bytes of read buffer per client connection (default 16384; pingora's own is 65536).
-    pub read_buffer_bytes: Option<usize>,
+    pub read_buffer_bytes: Option<Bounded<1024, { 16 << 20 }>>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -766,23 +833,15 @@ impl Validator<'_> {
             sites.push(site);
         }
         let pingora = &file.pingora;
-        let threads = pingora.threads.unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-        });
-        if threads == 0 {
-            return Err(self.error(
-                Some(("threads", 0)),
-                "pingora.threads: must be at least 1".into(),
-            ));
-        }
+        let threads = pingora.threads.map_or_else(
+            || std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+            Bounded::get,
+        );
         let verification = self.verification(file.verification.unwrap_or_default())?;
         let politeness = file.politeness.unwrap_or_default();
         let defaults = PolitenessSettings::default();
         let politeness = PolitenessSettings {
-            max_tracked: politeness
-                .max_tracked
-                .unwrap_or(defaults.max_tracked)
-                .max(1),
+            max_tracked: politeness.max_tracked.map_or(defaults.max_tracked, |n| n.0),
             robots_read_window: politeness
                 .robots_read_window
                 .map_or(defaults.robots_read_window, |d| d.0),
@@ -800,14 +859,15 @@ impl Validator<'_> {
             sites,
             pingora: PingoraSettings {
                 threads,
-                grace_period_seconds: pingora.grace_period_seconds.unwrap_or(5),
+                grace_period_seconds: pingora.grace_period_seconds.map_or(5, |n| n.0),
                 work_stealing: pingora.work_stealing.unwrap_or(true),
-                upstream_keepalive_pool_size: pingora.upstream_keepalive_pool_size.unwrap_or(128),
-                listener_tasks_per_fd: pingora.listener_tasks_per_fd.unwrap_or(1).max(1),
+                upstream_keepalive_pool_size: pingora
+                    .upstream_keepalive_pool_size
+                    .map_or(128, Bounded::get),
+                listener_tasks_per_fd: pingora.listener_tasks_per_fd.map_or(1, Bounded::get),
                 read_buffer_bytes: pingora
                     .read_buffer_bytes
-                    .unwrap_or(DEFAULT_READ_BUFFER_BYTES)
-                    .max(1024),
+                    .map_or(DEFAULT_READ_BUFFER_BYTES, Bounded::get),
             },
         })
     }
@@ -820,7 +880,7 @@ impl Validator<'_> {
             positive_ttl: file.dns.positive_ttl.map_or(defaults.positive_ttl, |d| d.0),
             negative_ttl: file.dns.negative_ttl.map_or(defaults.negative_ttl, |d| d.0),
             error_ttl: defaults.error_ttl,
-            cache_size: file.dns.cache_size.unwrap_or(defaults.cache_size).max(1),
+            cache_size: file.dns.cache_size.map_or(defaults.cache_size, |n| n.0),
             server: file.dns.server.map(|a| a.0),
         };
         for (token, domains) in &file.reverse_dns {
@@ -989,20 +1049,16 @@ impl Validator<'_> {
                 ));
             }
         };
-        let max_bytes = robots.max_bytes.unwrap_or(DEFAULT_MAX_BYTES);
-        if max_bytes == 0 {
-            return Err(self.site_error(
-                i,
-                "max_bytes:",
-                format!("sites[{i}].robots.max_bytes: must be more than 0 (RFC 9309 asks for at least 512000)"),
-            ));
-        }
+        let max_bytes = robots.max_bytes.map_or(DEFAULT_MAX_BYTES, Bounded::get);
         let refresh = robots.refresh.map_or(DEFAULT_REFRESH, |d| d.0);
-        if refresh < Duration::from_secs(1) {
+        if !(MIN_REFRESH..=MAX_REFRESH).contains(&refresh) {
             return Err(self.site_error(
                 i,
                 "refresh:",
-                format!("sites[{i}].robots.refresh: at least 1s"),
+                format!(
+                    "sites[{i}].robots.refresh: use 1s to 24h (RFC 9309: a copy SHOULD NOT be \
+                     used for more than 24 hours)"
+                ),
             ));
         }
         Ok(RobotsSettings {
@@ -1256,6 +1312,61 @@ mod tests {
             .unwrap_err()
             .message
             .contains("400 to 599"));
+    }
+
+    /// No number in a configuration can exhaust memory or overflow arithmetic: each is checked
+    /// against its documented range where it is written.
+    #[test]
+    fn numbers_out_of_range_are_errors_with_their_line() {
+        let cases = [
+            (
+                "file: robots.txt",
+                "origin: true\n      refresh: 25h",
+                "use 1s to 24h",
+                7,
+            ),
+            (
+                "file: robots.txt",
+                "origin: true\n      refresh: 0s",
+                "use 1s to 24h",
+                7,
+            ),
+            (
+                "file: robots.txt",
+                "file: robots.txt\n      max_bytes: 0",
+                "use 1 to",
+                7,
+            ),
+            (
+                "file: robots.txt",
+                "file: robots.txt\n      max_bytes: 1000000000000",
+                "out of range",
+                7,
+            ),
+            (
+                "    robots:",
+                "    upstream_timeout: 400d\n    robots:",
+                "longer than a year",
+                5,
+            ),
+        ];
+        for (from, to, message, line) in cases {
+            let error = parse(&MINIMAL.replace(from, to)).unwrap_err();
+            assert!(error.message.contains(message), "{to}: {error}");
+            assert_eq!(error.line, Some(line), "{to}: {error}");
+        }
+        for pingora in [
+            "threads: 0",
+            "threads: 100000",
+            "read_buffer_bytes: 10",
+            "grace_period_seconds: 1e30",
+        ] {
+            let text = format!("{MINIMAL}pingora:\n  {pingora}\n");
+            let error = parse(&text).unwrap_err();
+            assert!(error.line.is_some(), "{pingora}: {error}");
+        }
+        let text = format!("{MINIMAL}politeness:\n  max_tracked: 18446744073709551615\n");
+        assert!(parse(&text).unwrap_err().message.contains("out of range"));
     }
 
     #[test]

@@ -265,7 +265,7 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
 fn ceil_seconds(wait: Duration) -> u64 {
     let whole = wait.as_secs();
     if wait.subsec_nanos() > 0 {
-        whole + 1
+        whole.saturating_add(1)
     } else {
         whole.max(1)
     }

@@ -106,7 +106,8 @@ impl Politeness {
                     pace = Pace::TooSoon(*entry.value() - now);
                     moka::ops::compute::Op::Nop
                 }
-                _ => moka::ops::compute::Op::Put(now + delay),
+                // robots.txt delays are at most a day; the check keeps any other input harmless.
+                _ => moka::ops::compute::Op::Put(now.checked_add(delay).unwrap_or(now)),
             });
         pace
     }

@@ -203,7 +203,12 @@ impl Reloader {
     /// Applies what a fetch from the origin found (RFC 9309 §2.3.1).
     fn apply_fetch(&self, watch: &mut Watch, fetched: Fetched) {
         watch.fetching = false;
-        watch.next_fetch = Instant::now() + watch.site.settings.robots.refresh;
+        // `refresh` is at most 24 hours (the configuration checks it); the check keeps any
+        // other value from overflowing.
+        let now = Instant::now();
+        watch.next_fetch = now
+            .checked_add(watch.site.settings.robots.refresh)
+            .unwrap_or(now);
         match fetched {
             Fetched::Body(bytes) => {
                 self.install(watch, bytes, SourceState::Loaded);

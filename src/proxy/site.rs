@@ -152,7 +152,6 @@ impl Snapshot {
     ) -> Result<Snapshot, ClassifierError> {
         let options = Options {
             max_bytes: site.robots.max_bytes,
-            ..Options::default()
         };
         let stand_in_disallows = site.robots.on_unreachable != OnUnreachable::AllowAll;
         let robots = match state {

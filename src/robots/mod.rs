@@ -11,6 +11,7 @@ pub mod parse;
 pub mod path;
 mod pattern;
 mod problem;
+mod radix;
 pub mod token;
 
 pub use parse::{
@@ -407,13 +408,16 @@ impl Robots {
         };
         let found = match &selection.merged {
             Some(merged) => merged.decide(path, None),
-            None => selection.groups.iter().fold(None, |best: Option<Found>, &group| {
-                let better = self
-                    .matchers
-                    .get(group)
-                    .and_then(|matcher| matcher.decide(path, best.map(|found| found.key)));
-                better.or(best)
-            }),
+            None => selection
+                .groups
+                .iter()
+                .fold(None, |best: Option<Found>, &group| {
+                    let better = self
+                        .matchers
+                        .get(group)
+                        .and_then(|matcher| matcher.decide(path, best.map(|found| found.key)));
+                    better.or(best)
+                }),
         };
         let rule_index = found.map(|found| found.rule);
         let rule = rule_index.and_then(|index| self.file.rules.get(index));

@@ -594,9 +594,8 @@ mod tests {
     /// is one group, as Google reads it (aviation-safety.net's and sgppto's files do this).
     #[test]
     fn a_crawl_delay_does_not_end_a_group() {
-        let file = parse_str(
-            "User-agent: BarBot\nCrawl-delay: 5\nUser-agent: FooBot\nDisallow: /\n",
-        );
+        let file =
+            parse_str("User-agent: BarBot\nCrawl-delay: 5\nUser-agent: FooBot\nDisallow: /\n");
         assert_eq!(file.groups.len(), 1);
         assert_eq!(file.groups[0].agents, vec!["BarBot", "FooBot"]);
         assert_eq!(file.groups[0].crawl_delay, Some(5.0));
@@ -617,7 +616,10 @@ mod tests {
                 assert_eq!(delay, Some(MAX_CRAWL_DELAY_SECONDS), "{value}");
                 assert_eq!(
                     kinds,
-                    vec![(2, format!("crawl-delay `{value}` is more than a day; read as one day"))]
+                    vec![(
+                        2,
+                        format!("crawl-delay `{value}` is more than a day; read as one day")
+                    )]
                 );
             }
         }

@@ -4,12 +4,15 @@
 //! (patterns), so that equal paths are equal byte strings and every byte is ASCII:
 //!
 //! - escapes of unreserved characters are decoded (`/%62%61%7A` is `/baz`), and so are escapes
-//!   of the reserved characters that have no structural role in a path (`:@!&'()+,;=[]`):
-//!   RFC 9309 says raw reserved characters are percent-encoded before comparison and encoded
-//!   ones are not decoded, so the two spellings compare equal, as the RFC's own table shows
-//!   (`?baz=https://foo.bar` is matched as `?baz=https%3A%2F%2Ffoo.bar`); we write both raw;
-//! - `%2F`, `%3F`, `%23` and `%25` stay encoded (with upper-case hex digits): decoding them would
-//!   change where the path ends or what it says;
+//!   of the reserved characters that structure nothing (`:@!'(),;[]`, and in the query `/` and
+//!   `?`): RFC 9309 says raw reserved characters are percent-encoded before comparison and
+//!   encoded ones are not decoded, so the two spellings compare equal, as the RFC's own table
+//!   shows (`?baz=https://foo.bar` is matched as `?baz=https%3A%2F%2Ffoo.bar`); we write both
+//!   raw;
+//! - escapes of the characters that do structure a path or a query stay encoded, with
+//!   upper-case hex digits: `%2F` and `%3F` in the path, `%23`, `%25`, `%26`, `%3D`, `%2B`;
+//!   decoding them would change where a segment, the path or a parameter ends (an origin that
+//!   decodes `%2F` anyway is covered by [`forms`]);
 //! - `*` and `$` are special in patterns, so in a path both are always written `%2A` and `%24`,
 //!   and in a pattern `%2A` and `%24` stand for the literal octets (RFC 9309 §2.2.3): the pattern
 //!   `/a-%2A.html` matches the path `/a-*.html`;
@@ -41,6 +44,10 @@ pub fn path_and_query(url: &str) -> Cow<'_, str> {
 
 /// Returns what follows `scheme://authority`, or the input when it has none.
 fn strip_scheme_and_authority(url: &str) -> &str {
+    // A request target starts with `/` (no scheme can): the common case skips the search.
+    if url.starts_with('/') {
+        return url;
+    }
     let rest = match url.find("://") {
         Some(colon) if is_scheme(&url[..colon]) => &url[colon + 3..],
         _ => return url,
@@ -63,24 +70,14 @@ fn is_unreserved(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~')
 }
 
-/// Reserved characters whose escapes are decoded too: they carry no structure in a path (unlike
-/// `/`, `?`, `#` and `%`), and no meaning in a pattern (unlike `*` and `$`).
-fn is_plain_reserved(byte: u8) -> bool {
+/// Reserved characters whose escapes are decoded too: they structure nothing (unlike `/`, `?`,
+/// `#`, `%`, and a query's `&`, `=`, `+`) and mean nothing in a pattern (unlike `*` and `$`). In
+/// the query, `/` and `?` are data too.
+fn is_plain_reserved(byte: u8, in_query: bool) -> bool {
     matches!(
         byte,
-        b':' | b'@' | b'!' | b'&' | b'\'' | b'(' | b')' | b'+' | b',' | b';' | b'=' | b'[' | b']'
-    )
-}
-
-/// Octets that never appear raw in a URI: they are percent-encoded before comparison, so that a
-/// rule written with a raw `é` or space matches the request that carries `%C3%A9` or `%20`.
-fn must_encode(byte: u8) -> bool {
-    !byte.is_ascii()
-        || byte.is_ascii_control()
-        || matches!(
-            byte,
-            b' ' | b'"' | b'<' | b'>' | b'\\' | b'^' | b'`' | b'{' | b'|' | b'}'
-        )
+        b':' | b'@' | b'!' | b'\'' | b'(' | b')' | b',' | b';' | b'[' | b']'
+    ) || (in_query && matches!(byte, b'/' | b'?'))
 }
 
 fn hex_value(byte: u8) -> Option<u8> {
@@ -102,18 +99,31 @@ enum Side {
     Pattern,
 }
 
-/// Whether `bytes` is already in normal form, so that the common case costs no allocation.
-fn is_normal(bytes: &[u8], side: Side) -> bool {
-    match side {
-        Side::Path => bytes
-            .iter()
-            .all(|&b| !matches!(b, b'%' | b'*' | b'$') && !must_encode(b)),
-        Side::Pattern => {
-            let body = bytes.strip_suffix(b"$").unwrap_or(bytes);
-            body.iter().all(|&b| !matches!(b, b'%' | b'$') && !must_encode(b))
-        }
+/// Per octet: whether it needs more than copying: `%`; an octet that never appears raw in a URI
+/// (outside ASCII, controls, space, `"<>\\^`{|}`), encoded so that a rule written with a raw
+/// `é` matches the request that carries `%C3%A9`; `$`; and in a path `*`.
+const fn special_octets(side: Side) -> [bool; 256] {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let b = byte as u8;
+        table[byte] = b == b'%'
+            || !b.is_ascii()
+            || b.is_ascii_control()
+            || matches!(
+                b,
+                b' ' | b'"' | b'<' | b'>' | b'\\' | b'^' | b'`' | b'{' | b'|' | b'}'
+            )
+            || b == b'$'
+            || b == b'?'
+            || (b == b'*' && matches!(side, Side::Path));
+        byte += 1;
     }
+    table
 }
+
+const PATH_SPECIAL: [bool; 256] = special_octets(Side::Path);
+const PATTERN_SPECIAL: [bool; 256] = special_octets(Side::Pattern);
 
 fn push_escape(out: &mut Vec<u8>, byte: u8) {
     out.extend_from_slice(&[
@@ -124,13 +134,48 @@ fn push_escape(out: &mut Vec<u8>, byte: u8) {
 }
 
 fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
-    if is_normal(bytes, side) {
+    let special = match side {
+        Side::Path => &PATH_SPECIAL,
+        Side::Pattern => &PATTERN_SPECIAL,
+    };
+    let is_special = |b: &u8| special[usize::from(*b)];
+    // `?` only marks where the query starts: a path whose special octets are all `?` (and, for
+    // a pattern, a final `$`) is already normal.
+    let needs_work = |(at, b): (usize, &u8)| {
+        is_special(b)
+            && *b != b'?'
+            && !(side == Side::Pattern && *b == b'$' && at + 1 == bytes.len())
+    };
+    let Some(first) = bytes.iter().enumerate().position(needs_work) else {
         return Cow::Borrowed(bytes);
-    }
+    };
+    // Start over from the query's start, if any, so that the query is known to be one.
+    let first = bytes[..first]
+        .iter()
+        .position(|&b| b == b'?')
+        .unwrap_or(first);
     let mut out = Vec::with_capacity(bytes.len() + 8);
-    let mut i = 0;
+    out.extend_from_slice(&bytes[..first]);
+    let mut in_query = false;
+    let mut i = first;
     while i < bytes.len() {
         let byte = bytes[i];
+        if byte == b'?' {
+            in_query = true;
+            out.push(byte);
+            i += 1;
+            continue;
+        }
+        if !is_special(&byte) {
+            // Copy the whole run of plain octets at once.
+            let run = bytes[i..]
+                .iter()
+                .position(is_special)
+                .unwrap_or(bytes.len() - i);
+            out.extend_from_slice(&bytes[i..i + run]);
+            i += run;
+            continue;
+        }
         if byte == b'%' {
             let escape = bytes
                 .get(i + 1)
@@ -138,7 +183,7 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
                 .zip(bytes.get(i + 2).and_then(|&l| hex_value(l)));
             if let Some((high, low)) = escape {
                 let decoded = high << 4 | low;
-                if is_unreserved(decoded) || is_plain_reserved(decoded) {
+                if is_unreserved(decoded) || is_plain_reserved(decoded, in_query) {
                     out.push(decoded);
                 } else {
                     push_escape(&mut out, decoded);
@@ -147,15 +192,12 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
                 continue;
             }
             out.push(b'%');
-        } else if must_encode(byte) {
-            push_escape(&mut out, byte);
-        } else if side == Side::Path && matches!(byte, b'*' | b'$') {
-            push_escape(&mut out, byte);
-        } else if side == Side::Pattern && byte == b'$' && i + 1 < bytes.len() {
-            // Only a final `$` anchors the pattern; one anywhere else is the literal octet.
-            push_escape(&mut out, byte);
-        } else {
+        } else if byte == b'$' && side == Side::Pattern && i + 1 == bytes.len() {
+            // Only a final `$` anchors a pattern; one anywhere else is the literal octet.
             out.push(byte);
+        } else {
+            // An octet to encode, or a path's `*` or `$`, or a pattern's inner `$`.
+            push_escape(&mut out, byte);
         }
         i += 1;
     }
@@ -313,15 +355,18 @@ mod tests {
     fn plain_reserved_escapes_are_decoded() {
         // RFC 9309 §2.2.2's table: `https://foo.bar` in a query is matched as
         // `https%3A%2F%2Ffoo.bar`; both spellings of `:` compare equal.
-        assert_eq!(norm("/a?u=https%3A//x%3d1%26b"), "/a?u=https://x=1&b");
-        assert_eq!(norm("/%40%21%27%28%29%2B%2C%3B%5B%5D"), "/@!'()+,;[]");
+        assert_eq!(norm("/a?u=https%3A%2F%2Fx%3F"), "/a?u=https://x?");
+        assert_eq!(norm("/%40%21%27%28%29%2C%3B%5B%5D"), "/@!'(),;[]");
+        // Separators stay encoded: `/` and `?` in the path, `&`, `=`, `+` everywhere.
+        assert_eq!(norm("/a%2Fb%3F?x=%26%3D%2B"), "/a%2Fb%3F?x=%26%3D%2B");
     }
 
     #[test]
     fn star_and_dollar_are_literal_in_paths_and_escaped_in_patterns() {
         assert_eq!(norm("/a-*.html$"), "/a-%2A.html%24");
         assert_eq!(norm("/a-%2a.html%24"), "/a-%2A.html%24");
-        let pattern = |s: &str| String::from_utf8(normalize_pattern(s.as_bytes()).into_owned()).unwrap();
+        let pattern =
+            |s: &str| String::from_utf8(normalize_pattern(s.as_bytes()).into_owned()).unwrap();
         assert_eq!(pattern("/a-%2A.html"), "/a-%2A.html");
         assert_eq!(pattern("/*.php$"), "/*.php$");
         assert_eq!(pattern("/a$b$"), "/a%24b$");

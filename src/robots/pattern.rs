@@ -193,7 +193,10 @@ mod tests {
         assert!(encoded.same_as(&prepared(RuleKind::Disallow, "/baz", 2)));
         // A raw `$` inside a pattern is one octet, though it is compared as `%24`.
         let dollar = prepared(RuleKind::Disallow, "/a$b", 1);
-        assert_eq!((dollar.normalized.as_slice(), dollar.length), (&b"/a%24b"[..], 4));
+        assert_eq!(
+            (dollar.normalized.as_slice(), dollar.length),
+            (&b"/a%24b"[..], 4)
+        );
         assert_eq!(prepared(RuleKind::Disallow, "/a%24b", 1).length, 6);
         assert_eq!(prepared(RuleKind::Disallow, "/a*$", 1).length, 4);
     }

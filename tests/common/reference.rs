@@ -13,8 +13,8 @@
 //! - the matching rule whose normalised pattern has the most octets decides; an allow wins a tie;
 //! - `/robots.txt` is always allowed, with any query;
 //! - paths and patterns are compared after percent-encoding normalisation: escapes of unreserved
-//!   characters and of the reserved characters without a role in a path (`:@!&'()+,;=[]`) are
-//!   decoded, other escapes keep upper-case hex digits, octets that may not appear raw in a URI
+//!   characters and of the reserved characters without a role (`:@!'(),;[]`, and `/?` in the
+//!   query) are decoded, other escapes keep upper-case hex digits, octets that may not appear raw in a URI
 //!   are encoded, invalid escapes (`%zz`, a trailing `%`) stay as they are; `*` and `$` in a
 //!   path, and `%2A`/`%24` in a pattern, are the literal octets.
 //!
@@ -102,10 +102,10 @@ fn unreserved(byte: u8) -> bool {
     matches!(byte, b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~')
 }
 
-/// Reserved characters with no role in a path or a pattern: their escapes are decoded too, so
-/// that both spellings compare equal (RFC 9309 §2.2.2's table).
-fn plain_reserved(byte: u8) -> bool {
-    b":@!&'()+,;=[]".contains(&byte)
+/// Reserved characters with no role in a path or a pattern (and, in the query, `/` and `?`):
+/// their escapes are decoded too, so that both spellings compare equal (RFC 9309 §2.2.2's table).
+fn plain_reserved(byte: u8, in_query: bool) -> bool {
+    b":@!'(),;[]".contains(&byte) || (in_query && b"/?".contains(&byte))
 }
 
 /// Octets that are always percent-encoded before comparison.
@@ -127,10 +127,11 @@ pub fn normalize_as(input: &[u8], pattern: bool) -> Vec<u8> {
     let mut i = 0;
     while i < input.len() {
         let byte = input[i];
+        let in_query = input[..i].contains(&b'?');
         if byte == b'%' && i + 2 < input.len() {
             if let (Some(high), Some(low)) = (hex_digit(input[i + 1]), hex_digit(input[i + 2])) {
                 let value = high * 16 + low;
-                if unreserved(value) || plain_reserved(value) {
+                if unreserved(value) || plain_reserved(value, in_query) {
                     out.push(value);
                 } else {
                     out.push(b'%');
@@ -296,6 +297,64 @@ pub fn decide(file: &RefFile, agent: &str, path: &str) -> RefVerdict {
         verdict.allowed = verdict.best.iter().any(|rule| rule.kind == RuleKind::Allow);
     }
     verdict
+}
+
+/// The path with `.`/`..` segments removed and runs of `/` merged (the query kept as it is), the
+/// obvious way: a stack of segments.
+pub fn resolve(normal: &[u8]) -> Vec<u8> {
+    let end = normal
+        .iter()
+        .position(|&b| b == b'?')
+        .unwrap_or(normal.len());
+    let (path, query) = normal.split_at(end);
+    let mut stack: Vec<&[u8]> = Vec::new();
+    let segments: Vec<&[u8]> = path.split(|&b| b == b'/').collect();
+    let mut slash_at_end = false;
+    for (i, segment) in segments.iter().enumerate() {
+        let last = i + 1 == segments.len();
+        match *segment {
+            b"" => slash_at_end = last && i > 0,
+            b"." => slash_at_end = last,
+            b".." => {
+                stack.pop();
+                slash_at_end = last;
+            }
+            other => {
+                stack.push(other);
+                slash_at_end = false;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for segment in &stack {
+        out.push(b'/');
+        out.extend_from_slice(segment);
+    }
+    if stack.is_empty() || slash_at_end {
+        out.push(b'/');
+    }
+    out.extend_from_slice(query);
+    out
+}
+
+/// Whether `path` is allowed in every form an origin may read it: as sent, resolved, and with
+/// `%2F`/`%5C` in the path read as `/` and then resolved (what `Robots::check` enforces).
+pub fn request_allowed(file: &RefFile, agent: &str, path: &str) -> bool {
+    let normal = normalize(path.as_bytes());
+    let end = normal
+        .iter()
+        .position(|&b| b == b'?')
+        .unwrap_or(normal.len());
+    let decoded = String::from_utf8_lossy(&normal[..end])
+        .replace("%2F", "/")
+        .replace("%5C", "/")
+        + &String::from_utf8_lossy(&normal[end..]);
+    let forms = [
+        String::from_utf8_lossy(&normal).into_owned(),
+        String::from_utf8_lossy(&resolve(&normal)).into_owned(),
+        String::from_utf8_lossy(&resolve(decoded.as_bytes())).into_owned(),
+    ];
+    forms.iter().all(|form| decide(file, agent, form).allowed)
 }
 
 /// Compares `robots.check_exact(agent, url)` with the reference on `file` for `path` (what `url`

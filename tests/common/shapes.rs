@@ -73,7 +73,10 @@ pub fn paths_from_rules(text: &[u8], count: usize) -> Vec<String> {
     let mut paths = Vec::with_capacity(count);
     for i in 0..count {
         if patterns.is_empty() || i % 10 == 9 {
-            paths.push(format!("/blog/{}/post-{i}/index.html?ref=home", 2000 + i % 25));
+            paths.push(format!(
+                "/blog/{}/post-{i}/index.html?ref=home",
+                2000 + i % 25
+            ));
             continue;
         }
         let pattern = patterns[(i * 7919) % patterns.len()];
@@ -170,7 +173,11 @@ pub fn many_wildcards() -> Shape {
     let mut text = String::from("User-agent: *\n");
     while text.len() < LIMIT - 64 {
         let stars = 2 + mix.below(4) as usize;
-        let mut rule = String::from(if mix.below(3) == 0 { "Allow: /" } else { "Disallow: /" });
+        let mut rule = String::from(if mix.below(3) == 0 {
+            "Allow: /"
+        } else {
+            "Disallow: /"
+        });
         for piece in 0..stars {
             let len = 1 + mix.below(3) as usize;
             rule.push_str(&mix.word(b"abc/.", len));
@@ -265,7 +272,11 @@ pub fn thousands_of_groups() -> Shape {
     Shape {
         name: "adversarial/thousands-of-groups",
         paths: paths_from_rules(&text, 4000),
-        agents: vec!["everywhere".into(), crawler_name(7), "crawlgate-test".into()],
+        agents: vec![
+            "everywhere".into(),
+            crawler_name(7),
+            "crawlgate-test".into(),
+        ],
         text,
     }
 }
