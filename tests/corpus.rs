@@ -474,3 +474,41 @@ fn a_group_of_3000_long_rules_answers_without_exhausting_memory() {
     assert!(!verdict.allowed);
     assert_eq!(verdict.rule.map(|rule| rule.line), Some(1502));
 }
+
+/// RFC 9309 §2.2.4 on real files: a crawl-delay between user-agent lines does not end the group.
+/// aviation-safety.net names Yandex above `Crawl-delay: 10` and FemtosearchBot above
+/// `Disallow: /`; sgppto names SemrushBot the same way. Google reads one group each time.
+#[test]
+fn real_files_that_put_a_crawl_delay_between_agents() {
+    let Some(corpus) = corpus("real_files_that_put_a_crawl_delay_between_agents") else {
+        return;
+    };
+    if !corpus.shared {
+        return;
+    }
+    let find = |part: &str| {
+        corpus
+            .entries
+            .iter()
+            .find(|entry| entry.name.contains(part))
+            .map(|entry| &entry.robots)
+    };
+    let aviation = find("aviation-safety").expect("aviation-safety.net is in the shared corpus");
+    let yandex = aviation.check_exact("Yandex", "/database/");
+    assert!(!yandex.allowed, "{yandex:?}");
+    assert_eq!(yandex.rule.map(|rule| rule.pattern.as_str()), Some("/"));
+    assert_eq!(
+        aviation.crawl_delay("FemtosearchBot"),
+        Some(std::time::Duration::from_secs(10))
+    );
+    // `User-agent: SemrushBot / Crawl-delay: 60 / User-agent: SemrushBot-BA / User-agent: * /
+    // Disallow: /events/action~posterboard/ …`: one group, rules and delay shared.
+    let sgppto = find("sgppto").expect("sgppto is in the shared corpus");
+    let semrush = sgppto.check_exact("SemrushBot", "/events/action~posterboard/");
+    assert!(!semrush.allowed, "{semrush:?}");
+    assert_eq!(semrush.group_lines, &[3]);
+    assert_eq!(
+        sgppto.crawl_delay("AnyBot"),
+        Some(std::time::Duration::from_secs(60))
+    );
+}

@@ -139,15 +139,35 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
         Side::Pattern => &PATTERN_SPECIAL,
     };
     let is_special = |b: &u8| special[usize::from(*b)];
+    // The first special octet at or after `from`: eight octets per branch, since nearly every
+    // octet of a real path is plain.
+    let next_special = |from: usize| -> Option<usize> {
+        let mut at = from;
+        while let Some(chunk) = bytes.get(at..at + 8) {
+            if chunk.iter().fold(false, |any, b| any | is_special(b)) {
+                break;
+            }
+            at += 8;
+        }
+        bytes
+            .get(at..)?
+            .iter()
+            .position(is_special)
+            .map(|found| at + found)
+    };
     // `?` only marks where the query starts: a path whose special octets are all `?` (and, for
     // a pattern, a final `$`) is already normal.
-    let needs_work = |(at, b): (usize, &u8)| {
-        is_special(b)
-            && *b != b'?'
-            && !(side == Side::Pattern && *b == b'$' && at + 1 == bytes.len())
-    };
-    let Some(first) = bytes.iter().enumerate().position(needs_work) else {
-        return Cow::Borrowed(bytes);
+    let mut at = 0;
+    let first = loop {
+        let Some(found) = next_special(at) else {
+            return Cow::Borrowed(bytes);
+        };
+        let plain = bytes[found] == b'?'
+            || (side == Side::Pattern && bytes[found] == b'$' && found + 1 == bytes.len());
+        if !plain {
+            break found;
+        }
+        at = found + 1;
     };
     // Start over from the query's start, if any, so that the query is known to be one.
     let first = bytes[..first]
@@ -168,12 +188,9 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
         }
         if !is_special(&byte) {
             // Copy the whole run of plain octets at once.
-            let run = bytes[i..]
-                .iter()
-                .position(is_special)
-                .unwrap_or(bytes.len() - i);
-            out.extend_from_slice(&bytes[i..i + run]);
-            i += run;
+            let end = next_special(i).unwrap_or(bytes.len());
+            out.extend_from_slice(&bytes[i..end]);
+            i = end;
             continue;
         }
         if byte == b'%' {
@@ -219,11 +236,10 @@ pub fn normalize_pattern(bytes: &[u8]) -> Cow<'_, [u8]> {
 /// Whether a normalised path is `/robots.txt` itself, which RFC 9309 §2.2.2 always allows (the
 /// query does not change that: `/robots.txt?x` is the same file).
 pub fn is_robots_txt(normalised_path_and_query: &[u8]) -> bool {
-    let path = match normalised_path_and_query.iter().position(|&b| b == b'?') {
-        Some(query) => &normalised_path_and_query[..query],
-        None => normalised_path_and_query,
-    };
-    path == b"/robots.txt"
+    match normalised_path_and_query.strip_prefix(b"/robots.txt") {
+        Some(rest) => rest.is_empty() || rest[0] == b'?',
+        None => false,
+    }
 }
 
 /// How an origin server may read a request path, besides as it was sent.

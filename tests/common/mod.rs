@@ -5,3 +5,4 @@
 
 pub mod combined;
 pub mod reference;
+pub mod shapes;

@@ -1,0 +1,143 @@
+//! robots.txt files shaped to hurt (`tests/common/shapes.rs`): each compiles with bounded work
+//! and memory, and answers as the naive reference does. Their time is measured by
+//! `benches/matcher.rs`, not here.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+mod common;
+use common::reference::{self, RefFile};
+use common::shapes;
+
+/// Counts live and peak bytes, so that a test can say how much compiling a file took.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+/// Tests of this file measure one at a time.
+static MEASURING: Mutex<()> = Mutex::new(());
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, passed on unchanged.
+        let pointer = unsafe { System.alloc(layout) };
+        if !pointer.is_null() {
+            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(live, Ordering::Relaxed);
+        }
+        pointer
+    }
+
+    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
+        // SAFETY: `pointer` was allocated by `System` with `layout`.
+        unsafe { System.dealloc(pointer, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// The most memory compiling any file within the parse limit may take.
+const MEMORY_LIMIT: usize = 256 << 20;
+
+#[test]
+fn every_shape_compiles_with_bounded_work_and_memory() {
+    for shape in shapes::all() {
+        let guard = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+        let before = LIVE.load(Ordering::Relaxed);
+        PEAK.store(before, Ordering::Relaxed);
+        let robots = crawlgate::Robots::parse(&shape.text);
+        let peak = PEAK.load(Ordering::Relaxed) - before;
+        let retained = LIVE.load(Ordering::Relaxed) - before;
+        drop(guard);
+        let rules = robots.file().rules.len();
+        println!(
+            "{}: {} KiB, {rules} rules, {} groups, {} compiled rules, peak {:.1} MiB, retained {:.1} MiB",
+            shape.name,
+            shape.text.len() / 1024,
+            robots.file().groups.len(),
+            robots.compiled_rules(),
+            peak as f64 / 1048576.0,
+            retained as f64 / 1048576.0,
+        );
+        assert!(
+            shape.text.len() <= crawlgate::robots::DEFAULT_MAX_BYTES,
+            "{}",
+            shape.name
+        );
+        assert!(robots
+            .problems()
+            .iter()
+            .all(|p| p.kind.code() != "past_limit"));
+        assert!(peak <= MEMORY_LIMIT, "{}: peak {peak} bytes", shape.name);
+        // Each group is compiled once; merged selections are bounded by twice the rules.
+        assert!(
+            robots.compiled_rules() <= 3 * rules.max(1024),
+            "{}: {} rules compiled for {rules}",
+            shape.name,
+            robots.compiled_rules()
+        );
+    }
+}
+
+#[test]
+fn every_shape_answers_as_the_reference_does() {
+    for shape in shapes::all() {
+        let robots = crawlgate::Robots::parse(&shape.text);
+        let reference = RefFile::from_parsed(robots.file());
+        // The reference tries every rule with a dynamic programme: a sample of short paths,
+        // and the long one with the crawler whose group is cheapest to try.
+        let paths: Vec<&String> = shape
+            .paths
+            .iter()
+            .filter(|p| p.len() <= 256)
+            .step_by(7)
+            .take(40)
+            .collect();
+        for agent in &shape.agents {
+            for path in &paths {
+                if let Err(difference) = reference::compare(&robots, &reference, agent, path, path)
+                {
+                    panic!("{}: {difference}", shape.name);
+                }
+            }
+        }
+        let long = shape
+            .paths
+            .iter()
+            .max_by_key(|p| p.len())
+            .map(String::as_str)
+            .unwrap_or("/");
+        let verdict = robots.check(&shape.agents[0], long);
+        assert_eq!(
+            verdict.allowed,
+            verdict
+                .rule
+                .is_none_or(|r| r.kind == crawlgate::RuleKind::Allow)
+        );
+    }
+}
+
+/// The exhaustion shape, named: one group naming 2,000 crawlers over 10,000 rules, then
+/// 2,000 small groups for the same crawlers. It once compiled the large group 2,000 times (11 s,
+/// 1.1 GB; with wildcards, killed at 2 GiB).
+#[test]
+fn two_thousand_crawlers_compile_each_group_once() {
+    for wildcards in [false, true] {
+        let shape = shapes::two_thousand_crawlers(wildcards);
+        let robots = crawlgate::Robots::parse(&shape.text);
+        assert_eq!(robots.file().groups.len(), 2001);
+        assert_eq!(robots.compiled_rules(), 12_000);
+        // Each crawler follows its pair of groups: the large one and its own (`Allow: /p0/` for
+        // the first crawler, which wins the tie with `Disallow: /p0/`).
+        let first = &shape.agents[0];
+        let verdict = robots.check_exact(first, "/p10/x.pdf");
+        assert!(!verdict.allowed);
+        assert_eq!(verdict.group_lines.len(), 2);
+        let own = if wildcards { "/p0/x.html" } else { "/p0/x" };
+        assert!(robots.check_exact(first, own).allowed);
+        assert!(robots.check_exact("crawlgate-test", "/p10/x.pdf").allowed);
+    }
+}
