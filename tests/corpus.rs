@@ -12,9 +12,9 @@
 //!
 //! Files that parse into more than 300 KiB are queried by `large_files_agree_with_the_reference`,
 //! and `a_group_of_3000_long_rules_answers_without_exhausting_memory` builds a synthetic one:
-//! both once made regex-automata's PikeVM fallback ask for tens of GB (the matcher now uses the
-//! lazy DFA alone). An allocator that refuses any single allocation over 1 GiB makes such a
-//! regression abort at once rather than exhaust the machine's memory.
+//! both once made the regex-automata matcher of an earlier version ask for tens of GB. An
+//! allocator that refuses any single allocation over 1 GiB makes such a regression abort at once
+//! rather than exhaust the machine's memory.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -410,7 +410,7 @@ fn verdicts_agree_with_the_reference() {
 /// The files over [`LARGE`], read with the default limit and with a 4 MiB limit, queried like
 /// the others.
 ///
-/// A regression test: on `environment.sa.gov.au` the matcher once aborted the process. When a
+/// A regression test: on `environment.sa.gov.au` an earlier matcher aborted the process. When a
 /// large group's lazy DFA gave up, `meta::Regex` fell back to its PikeVM, whose cache holds
 /// (NFA states × 2 × patterns) slots: 30 GB for the first 512 KiB of that file (3830 rules, the
 /// path `/$5d334bfd-e60f-405d-9957-4d69b87c65ba$/Find_a_Park/Browse_by_region/Adelaide/`
