@@ -966,7 +966,7 @@ fn a_forged_claudebot_does_not_use_up_the_real_ones_crawl_delay_slot() {
     assert_eq!(code, 0, "{out}");
     assert!(
         out.contains(
-            "politeness:    203.0.113.66's own: an unverified claudebot claim shares no one's slot"
+            "politeness:    203.0.113.66's own: an unverified ClaudeBot claim shares no one's slot"
         ),
         "{out}"
     );

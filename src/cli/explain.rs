@@ -5,6 +5,7 @@ use crate::proxy::client::Forwarding;
 use crate::proxy::config::{RobotsSource, Settings};
 use crate::proxy::decide::{self, Decision, Mode, RequestFacts};
 use crate::proxy::metrics::Metrics;
+use crate::proxy::politeness::Subject;
 use crate::proxy::service::block_message;
 use crate::proxy::site::Snapshot;
 use crate::proxy::source::{after_fetch, AfterFetch, Fetched, OriginClient};
@@ -243,6 +244,18 @@ fn provenance(snapshot: &Snapshot) -> String {
     }
 }
 
+/// Whose crawl-delay slot and robots.txt-fetch memory the request counts in.
+fn politeness(decision: &Decision) -> String {
+    let bot = &decision.bot;
+    match &decision.subject {
+        Subject::Crawler(_) => format!("shared by every verified {bot} address"),
+        Subject::Claim(_, addr) => {
+            format!("{addr}'s own: an unverified {bot} claim shares no one's slot")
+        }
+        Subject::Client(addr) => format!("{addr}'s own"),
+    }
+}
+
 fn status_of(decision: &Decision) -> u16 {
     use crate::policy::Outcome;
     match decision.outcome {
@@ -288,7 +301,7 @@ fn to_json(decision: &Decision, path: &str, facts: &Facts<'_>) -> String {
         "rule": rule,
         "robots_txt": decision.robots_txt,
         "robots_unread": decision.robots_unread,
-        "politeness": decision.subject.describe(),
+        "politeness": politeness(decision),
         "crawl_delay": decision.crawl_delay,
         "action": decision.action.as_str(),
         "outcome": decision.outcome.as_str(),
@@ -406,7 +419,7 @@ fn write_text(
         ""
     };
     writeln!(out, "robots.txt read: {read}{unread}")?;
-    writeln!(out, "politeness:    {}", decision.subject.describe())?;
+    writeln!(out, "politeness:    {}", politeness(decision))?;
     match &decision.crawl_delay {
         Some(delay) => writeln!(
             out,

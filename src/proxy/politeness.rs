@@ -23,19 +23,6 @@ pub enum Subject {
     Client(IpAddr),
 }
 
-impl Subject {
-    /// Whose slot it is, for people (`crawlgate explain`).
-    pub fn describe(&self) -> String {
-        match self {
-            Subject::Crawler(token) => format!("shared by every verified {token} address"),
-            Subject::Claim(token, addr) => {
-                format!("{addr}'s own: an unverified {token} claim shares no one's slot")
-            }
-            Subject::Client(addr) => format!("{addr}'s own"),
-        }
-    }
-}
-
 type Key = (Arc<str>, Subject);
 
 /// The crawl-delay verdict of one request.
