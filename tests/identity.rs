@@ -487,21 +487,6 @@ fn memory_stays_bounded_under_many_distinct_clients() {
     assert!(tracked >= 1.0, "{metrics}");
 }
 
-fn explain(config: &std::path::Path, args: &[&str]) -> (i32, String) {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_crawlgate"))
-        .arg("explain")
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .output()
-        .unwrap();
-    // Logs go to standard error; the explanation alone is on standard output.
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-    )
-}
-
 #[test]
 fn explain_prints_the_whole_decision() {
     let dir = tempfile::tempdir().unwrap();
@@ -779,30 +764,24 @@ fn an_address_outside_loaded_ranges_is_spoofed_whatever_its_reverse_dns() {
 #[test]
 fn forged_verdict_headers_never_reach_the_origin_in_any_spelling() {
     let origin = Origin::start();
-    let template = format!(
-        r#"listen: ["{{listen}}"]
-metrics: {{listen: "{{metrics}}"}}
-pingora: {{threads: 1}}
-sites:
-  - name: tagging
-    hosts: [tag.test]
-    upstream: "{0}"
-    robots: {{inline: "User-agent: *\nDisallow: /private/\n"}}
-    action: tag
-  - name: counting
-    hosts: [count.test]
-    upstream: "{0}"
-    robots: {{inline: "User-agent: *\nDisallow: /private/\n"}}
-    action: count
-  - name: blocking
-    hosts: [block.test]
-    upstream: "{0}"
-    robots: {{inline: "User-agent: *\nDisallow: /private/\n"}}
-    action: block
-    tag: {{prefix: "X-Mine-"}}
-"#,
-        origin.addr
-    );
+    let mut template =
+        "listen: [\"{listen}\"]\nmetrics: {listen: \"{metrics}\"}\npingora: {threads: 1}\nsites:\n"
+            .to_owned();
+    for (name, host, action, extra) in [
+        ("tagging", "tag.test", "tag", ""),
+        ("counting", "count.test", "count", ""),
+        (
+            "blocking",
+            "block.test",
+            "block",
+            "    tag: {prefix: \"X-Mine-\"}\n",
+        ),
+    ] {
+        template.push_str(&format!(
+            "  - name: {name}\n    hosts: [{host}]\n    upstream: \"{}\"\n    robots: {{inline: \"User-agent: *\\nDisallow: /private/\\n\"}}\n    action: {action}\n{extra}",
+            origin.addr
+        ));
+    }
     let proxy = ProxyBuilder::new(&template).start();
     let forged = [
         ("X_Crawlgate_Verdict", "allowed"),

@@ -74,21 +74,17 @@ fn a_restart_enforces_the_kept_robots_txt_from_the_first_request() {
         "{}",
         proxy.logs()
     );
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_crawlgate"))
-        .args([
-            "explain",
+    let (_, out) = explain(
+        &proxy.config,
+        &[
             "--no-dns",
             "--ua",
             GOOGLEBOT,
             "--ip",
             "127.0.0.1",
-            "--config",
-        ])
-        .arg(&proxy.config)
-        .arg("http://127.0.0.1/blog")
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&output.stdout);
+            "http://127.0.0.1/blog",
+        ],
+    );
     assert!(out.contains("loaded ("), "{out}");
     assert!(
         out.contains("kept in the state directory, fetched"),
@@ -96,6 +92,17 @@ fn a_restart_enforces_the_kept_robots_txt_from_the_first_request() {
     );
     assert!(
         out.contains("origin now:    unreachable: 503 Service Unavailable"),
+        "{out}"
+    );
+
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_crawlgate"))
+        .args(["validate", "--config"])
+        .arg(&proxy.config)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        out.contains(&format!("the last good one kept in {}", kept.display())),
         "{out}"
     );
 

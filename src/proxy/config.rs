@@ -48,7 +48,7 @@ pub struct ConfigFile {
     #[serde(default)]
     pub pingora: PingoraFile,
     /// Proxies in front of crawlgate, and the one header they write the client's address in.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "trusted_proxies_either")]
     pub trusted_proxies: TrustedProxiesFile,
     /// Where origins' last good robots.txt answers are kept across restarts.
     pub state_dir: Option<PathBuf>,
@@ -76,9 +76,10 @@ impl<'de> Deserialize<'de> for Network {
     }
 }
 
-/// `trusted_proxies:` as written: a list of networks (whose proxies write `X-Forwarded-For`), or
-/// `{networks: [...], header: NAME}` naming the one header they write.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// `trusted_proxies:` as written: `{networks: [...], header: NAME}` naming the one header they
+/// write, or a plain list of networks (whose proxies write `X-Forwarded-For`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TrustedProxiesFile {
     /// The proxies' networks.
     pub networks: Vec<Network>,
@@ -86,49 +87,33 @@ pub struct TrustedProxiesFile {
     pub header: Option<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TrustedProxiesMap {
-    networks: Vec<Network>,
-    header: Option<String>,
-}
-
-impl<'de> Deserialize<'de> for TrustedProxiesFile {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = TrustedProxiesFile;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(
-                    "a list of networks, or {networks: [10.0.0.0/8], header: x-forwarded-for}",
-                )
-            }
-            fn visit_seq<S: serde::de::SeqAccess<'de>>(
-                self,
-                seq: S,
-            ) -> Result<TrustedProxiesFile, S::Error> {
-                let networks =
-                    Vec::<Network>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
-                Ok(TrustedProxiesFile {
-                    networks,
-                    header: None,
-                })
-            }
-            fn visit_map<M: serde::de::MapAccess<'de>>(
-                self,
-                map: M,
-            ) -> Result<TrustedProxiesFile, M::Error> {
-                let map = TrustedProxiesMap::deserialize(
-                    serde::de::value::MapAccessDeserializer::new(map),
-                )?;
-                Ok(TrustedProxiesFile {
-                    networks: map.networks,
-                    header: map.header,
-                })
-            }
+/// Reads `trusted_proxies:` in either form.
+fn trusted_proxies_either<'de, D: Deserializer<'de>>(d: D) -> Result<TrustedProxiesFile, D::Error> {
+    struct Visitor;
+    impl<'de> serde::de::Visitor<'de> for Visitor {
+        type Value = TrustedProxiesFile;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of networks, or {networks: [10.0.0.0/8], header: x-forwarded-for}")
         }
-        d.deserialize_any(Visitor)
+        fn visit_seq<S: serde::de::SeqAccess<'de>>(
+            self,
+            seq: S,
+        ) -> Result<TrustedProxiesFile, S::Error> {
+            let networks =
+                Vec::<Network>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+            Ok(TrustedProxiesFile {
+                networks,
+                header: None,
+            })
+        }
+        fn visit_map<M: serde::de::MapAccess<'de>>(
+            self,
+            map: M,
+        ) -> Result<TrustedProxiesFile, M::Error> {
+            TrustedProxiesFile::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+        }
     }
+    d.deserialize_any(Visitor)
 }
 
 /// Where a crawler's published ranges are: a file, or `{file, url}` for `crawlgate ranges update`.

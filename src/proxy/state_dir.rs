@@ -223,26 +223,33 @@ fn next_field<'h>(
     }
 }
 
+/// Where a site's answer is kept in the state directory `dir`.
+pub fn kept_path(dir: &Path, site: &str) -> PathBuf {
+    dir.join("robots").join(file_name(site))
+}
+
 /// The folder of kept answers.
 #[derive(Debug, Clone)]
 pub struct StateDir {
-    robots: PathBuf,
+    root: PathBuf,
 }
 
 impl StateDir {
-    /// Opens (and creates) `dir/robots`.
+    /// Opens (and creates) the state directory's folder of kept answers.
     pub fn open(dir: &Path) -> Result<StateDir, KeptError> {
-        let robots = dir.join("robots");
-        std::fs::create_dir_all(&robots).map_err(|source| KeptError::Io {
-            path: robots.clone(),
+        let root = dir.to_owned();
+        let robots = kept_path(&root, "");
+        let robots = robots.parent().unwrap_or(dir);
+        std::fs::create_dir_all(robots).map_err(|source| KeptError::Io {
+            path: robots.to_owned(),
             source,
         })?;
-        Ok(StateDir { robots })
+        Ok(StateDir { root })
     }
 
     /// Where a site's answer is kept.
     pub fn file_of(&self, site: &str) -> PathBuf {
-        self.robots.join(file_name(site))
+        kept_path(&self.root, site)
     }
 
     /// A site's kept answer; `None` when nothing is kept for it.
