@@ -3,8 +3,7 @@
 
 use super::access_log::AccessLog;
 use super::client::TrustedProxies;
-use super::config::RobotsSource;
-use super::config::{PolitenessSettings, Settings};
+use super::config::{PolitenessSettings, RobotsSource, Settings};
 use super::metrics::Metrics;
 use super::politeness::Politeness;
 use super::site::{CatalogIndex, Site, SiteError, Sites, Snapshot, SourceState};
@@ -333,5 +332,39 @@ impl Shared {
         } else {
             Err(problems)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catalogs_reverse_dns_applies_unless_the_configuration_replaces_it() {
+        let catalog = Catalog::embedded().unwrap();
+        let defaults = reverse_dns_domains(&catalog, &[]);
+        assert_eq!(defaults["Googlebot"], ["googlebot.com", "google.com"]);
+        assert_eq!(
+            defaults["FeedFetcher-Google"],
+            ["google.com", "gae.googleusercontent.com"]
+        );
+        assert_eq!(defaults["bingbot"], ["search.msn.com"]);
+        assert_eq!(defaults["Applebot"], ["applebot.apple.com"]);
+        // No Google crawler trusts every googleusercontent.com name: any Cloud VM has one.
+        for (token, domains) in &defaults {
+            assert!(
+                !domains.iter().any(|d| d == "googleusercontent.com"),
+                "{token}: {domains:?}"
+            );
+        }
+        let configured = [
+            ("googlebot".to_owned(), vec!["googlebot.com".to_owned()]),
+            ("Bingbot".to_owned(), Vec::new()),
+        ];
+        let replaced = reverse_dns_domains(&catalog, &configured);
+        assert_eq!(replaced["googlebot"], ["googlebot.com"]);
+        assert!(!replaced.contains_key("Googlebot"));
+        assert!(!replaced.keys().any(|t| t.eq_ignore_ascii_case("bingbot")));
+        assert_eq!(replaced["Applebot"], ["applebot.apple.com"]);
     }
 }
