@@ -183,28 +183,22 @@ pub enum StateError {
     Classifier(crate::agent::ClassifierError),
 }
 
-/// The state directory, when one is set and usable; a folder that cannot be created is
-/// reported, and the proxy runs without one.
+/// The state directory, when one is set (a folder that cannot be written is reported when an
+/// answer cannot be kept).
 fn open_state_dir(settings: &Settings) -> Option<StateDir> {
-    let keeps = settings
-        .sites
-        .iter()
-        .any(|site| site.robots.source == RobotsSource::Origin);
     let Some(path) = &settings.state_dir else {
-        if keeps {
+        if settings
+            .sites
+            .iter()
+            .any(|site| site.robots.source == RobotsSource::Origin)
+        {
             log::info!(
                 "no state_dir: origins' robots.txt is not kept across restarts (each such site disallows everything until its first fetch)"
             );
         }
         return None;
     };
-    match StateDir::open(path) {
-        Ok(dir) => Some(dir),
-        Err(e) => {
-            log::warn!("{e}: origins' robots.txt is not kept across restarts");
-            None
-        }
-    }
+    Some(StateDir::new(path))
 }
 
 /// Reads the catalog the settings name, or the embedded one.

@@ -235,16 +235,12 @@ pub struct StateDir {
 }
 
 impl StateDir {
-    /// Opens (and creates) the state directory's folder of kept answers.
-    pub fn open(dir: &Path) -> Result<StateDir, KeptError> {
-        let root = dir.to_owned();
-        let robots = kept_path(&root, "");
-        let robots = robots.parent().unwrap_or(dir);
-        std::fs::create_dir_all(robots).map_err(|source| KeptError::Io {
-            path: robots.to_owned(),
-            source,
-        })?;
-        Ok(StateDir { root })
+    /// The state directory `dir`. Nothing is created until an answer is kept, so that reading
+    /// (`crawlgate explain`) leaves no trace.
+    pub fn new(dir: &Path) -> StateDir {
+        StateDir {
+            root: dir.to_owned(),
+        }
     }
 
     /// Where a site's answer is kept.
@@ -383,15 +379,19 @@ mod tests {
     #[test]
     fn the_folder_keeps_one_file_per_site() {
         let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::open(dir.path()).unwrap();
+        let state = StateDir::new(&dir.path().join("state"));
         assert_eq!(state.read("shop").unwrap(), None);
+        assert!(
+            !dir.path().join("state").exists(),
+            "reading creates nothing"
+        );
         let one = kept(KeptAnswer::Body(Bytes::from_static(b"User-agent: *\n")));
         state.write("shop", &one).unwrap();
         state.write("..", &one).unwrap();
         assert_eq!(state.read("shop").unwrap(), Some(one.clone()));
         assert_eq!(state.read("..").unwrap(), Some(one));
         assert_eq!(
-            std::fs::read_dir(dir.path().join("robots"))
+            std::fs::read_dir(dir.path().join("state").join("robots"))
                 .unwrap()
                 .count(),
             2
