@@ -137,16 +137,12 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
         Identity::Person => (Requester::Person, "person"),
     };
     let verification = match identity {
-        Identity::Crawler { agent, .. } if global.verifier.covers(&token_lower) => {
+        Identity::Crawler { agent, .. } => {
             global
                 .verifier
                 .verify(&agent.token, &token_lower, client, mode.use_dns)
                 .await
         }
-        Identity::Crawler { .. } => Verification::fixed(
-            Verified::Unverifiable,
-            "no published ranges or reverse DNS are configured for this crawler",
-        ),
         Identity::Unnamed => Verification::fixed(
             Verified::Unverifiable,
             "an unnamed crawler claims no identity",
