@@ -195,7 +195,8 @@ fn an_ipv6_peer_is_verified_by_its_own_address() {
         r#"listen: ["{listen}"]"#,
         &format!(r#"listen: ["{{listen}}", "[::1]:{v6_port}"]"#),
     );
-    let loopback = r#"{"prefixes": [{"ipv6Prefix": "::1/128"}]}"#;
+    // An IPv4 prefix too: a list refutes only addresses of a family it lists.
+    let loopback = r#"{"prefixes": [{"ipv6Prefix": "::1/128"}, {"ipv4Prefix": "192.0.2.0/24"}]}"#;
     let proxy = ProxyBuilder::new(&config)
         .file("loopback.json", loopback)
         .start();
@@ -213,9 +214,13 @@ fn an_ipv6_peer_is_verified_by_its_own_address() {
         origin.last("/v6").unwrap().headers["x-crawlgate-verified"],
         "verified"
     );
-    // Over IPv4 the same claim is refuted: 127.0.0.1 is not in the list.
-    let (status, _, _) = request(&proxy, &origin, "/v4", GOOGLEBOT, None);
+    // Over IPv4 the same claim is refuted: 127.0.0.1 is outside the list.
+    let (status, body, _) = request(&proxy, &origin, "/v4", GOOGLEBOT, None);
     assert_eq!(status, 403);
+    assert!(
+        body.contains("outside Googlebot's published ranges"),
+        "{body}"
+    );
 }
 
 #[test]
@@ -482,21 +487,6 @@ fn memory_stays_bounded_under_many_distinct_clients() {
     assert!(tracked >= 1.0, "{metrics}");
 }
 
-fn explain(config: &std::path::Path, args: &[&str]) -> (i32, String) {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_crawlgate"))
-        .arg("explain")
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .output()
-        .unwrap();
-    // Logs go to standard error; the explanation alone is on standard output.
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-    )
-}
-
 #[test]
 fn explain_prints_the_whole_decision() {
     let dir = tempfile::tempdir().unwrap();
@@ -554,7 +544,9 @@ fn explain_prints_the_whole_decision() {
     );
     assert_eq!(code, 0, "{out}");
     assert!(
-        out.contains("client:        66.249.66.1 (forwarded by trusted proxy 10.1.2.3)"),
+        out.contains(
+            "client:        66.249.66.1 (x-forwarded-for written by trusted proxy 10.1.2.3)"
+        ),
         "{out}"
     );
     assert!(out.contains("verification:  verified by ranges"), "{out}");
@@ -584,7 +576,12 @@ fn explain_prints_the_whole_decision() {
         out.contains("client:        203.0.113.5 (the TCP peer)"),
         "{out}"
     );
-    assert!(out.contains("verification:  spoofed by ranges"), "{out}");
+    assert!(
+        out.contains(
+            "verification:  spoofed by ranges: 203.0.113.5 is outside Googlebot's published ranges"
+        ),
+        "{out}"
+    );
     assert!(
         out.contains("action:        block → blocked (403)"),
         "{out}"
@@ -616,7 +613,7 @@ fn ranges_update_writes_atomically_and_the_proxy_picks_it_up() {
     let template = tagging_site(
         &origin,
         &format!(
-            "trusted_proxies: [127.0.0.1/32]\nverification:\n  ranges:\n    Googlebot: {{file: ranges/googlebot.json, url: \"http://{0}/googlebot.json\"}}\n    Bingbot: {{file: ranges/bingbot.json, url: \"http://{0}/broken.json\"}}\n  on_spoofed: tag\n",
+            "trusted_proxies: [127.0.0.1/32]\nverification:\n  ranges:\n    Googlebot: {{file: ranges/googlebot.json, url: \"http://{0}/googlebot.json\"}}\n    Bingbot: {{file: ranges/bingbot.json, url: \"http://{0}/broken.json\"}}\n  reverse_dns: {{Googlebot: []}}\n  on_spoofed: tag\n",
             origin.addr
         ),
         "User-agent: *\\nDisallow: /private/\\n",
@@ -650,4 +647,306 @@ fn ranges_update_writes_atomically_and_the_proxy_picks_it_up() {
         let (_, _, seen) = request(&proxy, &origin, "/after", GOOGLEBOT, Some("66.249.66.1"));
         (seen?.headers["x-crawlgate-verified"] == "verified").then_some(())
     });
+}
+
+/// A GET with any headers; returns status, body and what the origin saw of it.
+fn request_with(
+    proxy: &Proxy,
+    origin: &Origin,
+    path: &str,
+    ua: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String, Option<Seen>) {
+    let mut builder = client().get(proxy.url(path)).header("user-agent", ua);
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    let response = builder.send().unwrap();
+    let status = response.status().as_u16();
+    let body = response.text().unwrap();
+    (status, body, origin.last(path))
+}
+
+const FEEDFETCHER: &str = "FeedFetcher-Google; (+http://www.google.com/feedfetcher.html)";
+
+/// Regression (issue 11): any Google Cloud VM has a PTR under googleusercontent.com that
+/// resolves back to it. The catalog's domains, which apply without any `reverse_dns:` in the
+/// configuration, are Google's own: googlebot.com and google.com for Googlebot, and only
+/// gae.googleusercontent.com (with google.com) for its user-triggered fetchers.
+#[test]
+fn a_googleusercontent_name_does_not_verify_googlebot() {
+    let origin = Origin::start();
+    let dns = DnsServer::start(
+        vec![
+            ptr("34.118.1.2", "2.1.118.34.bc.googleusercontent.com."),
+            a("2.1.118.34.bc.googleusercontent.com.", "34.118.1.2"),
+            ptr("66.249.66.9", "crawl-66-249-66-9.googlebot.com."),
+            a("crawl-66-249-66-9.googlebot.com.", "66.249.66.9"),
+            ptr("35.187.1.2", "2-1-187-35.gae.googleusercontent.com."),
+            a("2-1-187-35.gae.googleusercontent.com.", "35.187.1.2"),
+        ],
+        Vec::new(),
+    );
+    let config = tagging_site(
+        &origin,
+        &format!(
+            "trusted_proxies: [127.0.0.1/32]\nverification:\n  on_spoofed: tag\n  dns: {{server: \"{}\", budget: 5s, timeout: 5s}}\n",
+            dns.addr
+        ),
+        "User-agent: *\\nDisallow: /private/\\n",
+    );
+    let proxy = ProxyBuilder::new(&config).start();
+    for (path, ua, xff, expected) in [
+        ("/vm", GOOGLEBOT, "34.118.1.2", "spoofed"),
+        ("/crawler", GOOGLEBOT, "66.249.66.9", "verified"),
+        ("/fetcher", FEEDFETCHER, "35.187.1.2", "verified"),
+        ("/fetcher-vm", FEEDFETCHER, "34.118.1.2", "spoofed"),
+    ] {
+        let (status, _, seen) = request(&proxy, &origin, path, ua, Some(xff));
+        assert_eq!(status, 200, "on_spoofed: tag forwards");
+        assert_eq!(
+            seen.unwrap().headers["x-crawlgate-verified"],
+            expected,
+            "{ua} from {xff}"
+        );
+    }
+    let log = wait_for("the access log", || {
+        let text = std::fs::read_to_string(proxy.path("access.jsonl")).ok()?;
+        (text.lines().count() >= 4).then_some(text)
+    });
+    assert!(log.contains(r#""verified":"spoofed""#), "{log}");
+}
+
+/// Regression (issue 11): loaded published ranges are the authority. An address outside them
+/// is spoofed even when its reverse DNS is a forward-confirmed googlebot.com name, and no
+/// lookup is made.
+#[test]
+fn an_address_outside_loaded_ranges_is_spoofed_whatever_its_reverse_dns() {
+    let origin = Origin::start();
+    let dns = DnsServer::start(
+        vec![
+            ptr("35.1.2.3", "crawl-35-1-2-3.googlebot.com."),
+            a("crawl-35-1-2-3.googlebot.com.", "35.1.2.3"),
+        ],
+        Vec::new(),
+    );
+    let config = tagging_site(
+        &origin,
+        &format!(
+            "trusted_proxies: [127.0.0.1/32]\nverification:\n  ranges: {{Googlebot: googlebot.json}}\n  reverse_dns: {{Googlebot: [googlebot.com, google.com]}}\n  on_spoofed: block\n  dns: {{server: \"{}\", budget: 5s, timeout: 5s}}\n",
+            dns.addr
+        ),
+        "User-agent: *\\nDisallow: /private/\\n",
+    );
+    let proxy = ProxyBuilder::new(&config)
+        .file("googlebot.json", GOOGLE_RANGES)
+        .start();
+    let (status, body, seen) = request(&proxy, &origin, "/outside", GOOGLEBOT, Some("35.1.2.3"));
+    assert_eq!(status, 403, "{body}");
+    assert!(seen.is_none());
+    assert!(
+        body.contains("outside Googlebot's published ranges"),
+        "{body}"
+    );
+    let (status, _, seen) = request(&proxy, &origin, "/inside", GOOGLEBOT, Some("66.249.66.1"));
+    assert_eq!(status, 200);
+    assert_eq!(seen.unwrap().headers["x-crawlgate-verified"], "verified");
+    let metrics = proxy.metrics();
+    assert!(
+        !metrics.contains("crawlgate_dns_lookups_total{"),
+        "no lookup was needed:\n{metrics}"
+    );
+}
+
+/// Regression (issue 11): a header a backend reads as one of crawlgate's never reaches the
+/// origin, whatever its spelling: CGI and FastCGI read `X_Crawlgate_Verdict` as
+/// HTTP_X_CRAWLGATE_VERDICT. In every mode, for people and crawlers alike.
+#[test]
+fn forged_verdict_headers_never_reach_the_origin_in_any_spelling() {
+    let origin = Origin::start();
+    let mut template =
+        "listen: [\"{listen}\"]\nmetrics: {listen: \"{metrics}\"}\npingora: {threads: 1}\nsites:\n"
+            .to_owned();
+    for (name, host, action, extra) in [
+        ("tagging", "tag.test", "tag", ""),
+        ("counting", "count.test", "count", ""),
+        (
+            "blocking",
+            "block.test",
+            "block",
+            "    tag: {prefix: \"X-Mine-\"}\n",
+        ),
+    ] {
+        template.push_str(&format!(
+            "  - name: {name}\n    hosts: [{host}]\n    upstream: \"{}\"\n    robots: {{inline: \"User-agent: *\\nDisallow: /private/\\n\"}}\n    action: {action}\n{extra}",
+            origin.addr
+        ));
+    }
+    let proxy = ProxyBuilder::new(&template).start();
+    let forged = [
+        ("X_Crawlgate_Verdict", "allowed"),
+        ("x-CRAWLGATE-bot", "Googlebot"),
+        ("X-Crawlgate_Verified", "verified"),
+        ("x.crawlgate.rule", "allow / line 1"),
+        ("X_MINE_Verdict", "allowed"),
+    ];
+    let mut checked = 0;
+    for host in ["tag.test", "count.test", "block.test"] {
+        for (ua, path) in [(FIREFOX, "/private/p"), (GPTBOT, "/blog")] {
+            let path = format!("{path}-{host}");
+            let mut headers = vec![("host", host)];
+            headers.extend(forged);
+            let (status, _, seen) = request_with(&proxy, &origin, &path, ua, &headers);
+            assert_eq!(status, 200, "{host} {ua}");
+            let seen = seen.unwrap();
+            for name in seen.headers.keys() {
+                let folded: String = name
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                    .collect();
+                // X-Mine- is the blocking site's own prefix: the others pass it on.
+                let mine = host == "block.test" && folded.starts_with("x-mine-");
+                if folded.starts_with("x-crawlgate-") || mine {
+                    // Only crawlgate's own tags, in its own spelling, with its own values.
+                    assert!(host == "tag.test" && ua == GPTBOT, "{host} {ua}: {name}");
+                    assert!(!name.contains(['_', '.']), "{name}");
+                }
+            }
+            if host != "block.test" {
+                assert_eq!(
+                    seen.headers.get("x_mine_verdict").map(String::as_str),
+                    Some("allowed")
+                );
+            }
+            if host == "tag.test" && ua == GPTBOT {
+                assert_eq!(seen.headers["x-crawlgate-verdict"], "allowed");
+                assert_eq!(seen.headers["x-crawlgate-bot"], "GPTBot");
+                assert_eq!(seen.headers["x-crawlgate-verified"], "unverifiable");
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 6);
+}
+
+/// Regression (issue 11): a trusted proxy that writes `Forwarded` passes a client's own
+/// `X-Forwarded-For` through. With `header: forwarded`, that header is never read.
+#[test]
+fn x_forwarded_for_is_ignored_when_the_trusted_proxy_writes_forwarded() {
+    let origin = Origin::start();
+    let config = tagging_site(
+        &origin,
+        "trusted_proxies:\n  networks: [127.0.0.1/32]\n  header: forwarded\nverification:\n  ranges: {Googlebot: googlebot.json}\n  on_spoofed: block\n",
+        "User-agent: *\\nDisallow: /private/\\n",
+    );
+    let proxy = ProxyBuilder::new(&config)
+        .file("googlebot.json", GOOGLE_RANGES)
+        .start();
+    // The client's own X-Forwarded-For names a Googlebot address: not believed.
+    let (status, body, seen) = request(&proxy, &origin, "/xff", GOOGLEBOT, Some("66.249.66.1"));
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("but 127.0.0.1 is not Googlebot's"), "{body}");
+    assert!(seen.is_none());
+    // What the proxy wrote in Forwarded is, even beside a forged X-Forwarded-For.
+    let (status, _, seen) = request_with(
+        &proxy,
+        &origin,
+        "/forwarded",
+        GOOGLEBOT,
+        &[
+            ("x-forwarded-for", "203.0.113.9"),
+            ("forwarded", "for=66.249.66.1;proto=https"),
+        ],
+    );
+    assert_eq!(status, 200);
+    assert_eq!(seen.unwrap().headers["x-crawlgate-verified"], "verified");
+
+    // explain says which header it read, and which it ignored.
+    let (code, out) = explain(
+        &proxy.config,
+        &[
+            "--ua",
+            GOOGLEBOT,
+            "--ip",
+            "127.0.0.1",
+            "--xff",
+            "66.249.66.1",
+            "--forwarded",
+            "for=66.249.66.7",
+            "http://127.0.0.1/x",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("client:        66.249.66.7 (forwarded written by trusted proxy 127.0.0.1)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("ignored:       x-forwarded-for (trusted proxies write forwarded only)"),
+        "{out}"
+    );
+}
+
+/// Regression (issue 11): anyone can send `ClaudeBot`. An unverified claim counts against its
+/// own address, so a forger uses up only its own crawl-delay slot; a verified crawler keeps one
+/// slot for all its addresses.
+#[test]
+fn a_forged_claudebot_does_not_use_up_the_real_ones_crawl_delay_slot() {
+    let origin = Origin::start();
+    let config = tagging_site(
+        &origin,
+        "trusted_proxies: [127.0.0.1/32]\nverification:\n  ranges: {Googlebot: googlebot.json}\n",
+        "User-agent: *\\nCrawl-delay: 60\\nDisallow: /private/\\n",
+    )
+    .replace(
+        "    action: tag\n",
+        "    action: block\n    crawl_delay: enforce\n",
+    );
+    let proxy = ProxyBuilder::new(&config)
+        .file("googlebot.json", GOOGLE_RANGES)
+        .start();
+    let claudebot = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)";
+    // The forger comes first, twice: its second request is too soon for its own slot.
+    assert_eq!(
+        request(&proxy, &origin, "/f1", claudebot, Some("203.0.113.66")).0,
+        200
+    );
+    assert_eq!(
+        request(&proxy, &origin, "/f2", claudebot, Some("203.0.113.66")).0,
+        429
+    );
+    // The real one's slot is untouched.
+    assert_eq!(
+        request(&proxy, &origin, "/r1", claudebot, Some("198.51.100.7")).0,
+        200
+    );
+    // A verified crawler has one slot, whichever of its addresses it comes from.
+    assert_eq!(
+        request(&proxy, &origin, "/g1", GOOGLEBOT, Some("66.249.66.1")).0,
+        200
+    );
+    assert_eq!(
+        request(&proxy, &origin, "/g2", GOOGLEBOT, Some("66.249.66.2")).0,
+        429
+    );
+
+    let (code, out) = explain(
+        &proxy.config,
+        &[
+            "--ua",
+            claudebot,
+            "--ip",
+            "127.0.0.1",
+            "--xff",
+            "203.0.113.66",
+            "http://127.0.0.1/x",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(
+            "politeness:    203.0.113.66's own: an unverified ClaudeBot claim shares no one's slot"
+        ),
+        "{out}"
+    );
 }

@@ -5,12 +5,12 @@ use crate::proxy::client::Forwarding;
 use crate::proxy::config::{RobotsSource, Settings};
 use crate::proxy::decide::{self, Decision, Mode, RequestFacts};
 use crate::proxy::metrics::Metrics;
+use crate::proxy::politeness::Subject;
 use crate::proxy::service::block_message;
-use crate::proxy::site::{Snapshot, SourceState};
-use crate::proxy::source::{Fetched, OriginClient};
+use crate::proxy::site::Snapshot;
+use crate::proxy::source::{after_fetch, AfterFetch, Fetched, OriginClient};
 use crate::proxy::state::Shared;
 use crate::robots::path::path_and_query;
-use bytes::Bytes;
 use serde_json::json;
 use std::io::Write;
 use std::net::IpAddr;
@@ -34,6 +34,9 @@ pub struct ExplainArgs {
     /// A Forwarded header value (repeatable, in order).
     #[arg(long, value_name = "VALUE")]
     pub forwarded: Vec<String>,
+    /// Another request header, `Name: value`, such as `X-Real-IP: 192.0.2.1` (repeatable).
+    #[arg(long, value_name = "NAME: VALUE")]
+    pub header: Vec<String>,
     /// The Host header (default: the URL's host).
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
@@ -57,8 +60,11 @@ fn host_of_url(url: &str) -> Option<&str> {
     Some(host)
 }
 
-/// Fetches an origin's robots.txt once, so that the explanation uses the file the proxy would.
-async fn fetch_origin_file(shared: &Shared) {
+/// Fetches an origin's robots.txt once, so that the explanation uses the file the proxy would,
+/// by the proxy's own rule (an unreachable origin keeps a good file, such as the state
+/// directory's). Returns what each origin answered, by site.
+async fn fetch_origin_file(shared: &Shared) -> Vec<(String, String)> {
+    let mut answers = Vec::new();
     for site in &shared.sites.load().all {
         if site.settings.robots.source != RobotsSource::Origin {
             continue;
@@ -66,16 +72,37 @@ async fn fetch_origin_file(shared: &Shared) {
         let Ok(Some(client)) = OriginClient::new(&site.settings) else {
             continue;
         };
-        let (bytes, state) = match client.fetch().await {
-            Fetched::Body(bytes) => (bytes, SourceState::Loaded),
-            Fetched::Unavailable(_) => (Bytes::new(), SourceState::Unavailable),
-            Fetched::Unreachable(_) => (Bytes::new(), SourceState::Unreachable),
+        let fetched = client.fetch().await;
+        answers.push((site.settings.name.clone(), fetched.describe()));
+        let current = site.snapshot.load().state;
+        let AfterFetch::Install(bytes, state) =
+            after_fetch(&fetched, current, site.settings.robots.on_unreachable)
+        else {
+            continue;
         };
         let catalog = shared.catalog.load();
-        if let Ok(snapshot) = Snapshot::build(&site.settings, &catalog, bytes, state) {
+        if let Ok(mut snapshot) = Snapshot::build(&site.settings, &catalog, bytes, state) {
+            if !matches!(fetched, Fetched::Unreachable(_)) {
+                snapshot.fetched_at = Some(std::time::SystemTime::now());
+            }
             site.replace(snapshot);
         }
     }
+    answers
+}
+
+/// The header lines a request carries: `--xff`, `--forwarded` and every `--header`.
+fn header_lines(args: &ExplainArgs) -> Result<Vec<(&str, &[u8])>, CliError> {
+    let mut lines: Vec<(&str, &[u8])> = Vec::new();
+    lines.extend(args.xff.iter().map(|v| ("x-forwarded-for", v.as_bytes())));
+    lines.extend(args.forwarded.iter().map(|v| ("forwarded", v.as_bytes())));
+    for header in &args.header {
+        let (name, value) = header.split_once(':').ok_or_else(|| {
+            CliError::Usage(format!("--header `{header}`: write it as `Name: value`"))
+        })?;
+        lines.push((name.trim(), value.trim().as_bytes()));
+    }
+    Ok(lines)
 }
 
 /// Runs `explain` and writes the explanation on `out`.
@@ -92,27 +119,23 @@ pub fn run_explain(args: &ExplainArgs, mut out: impl Write) -> Result<ExitStatus
         .host
         .clone()
         .or_else(|| host_of_url(&args.url).map(str::to_owned));
-    let xff: Vec<&[u8]> = args.xff.iter().map(|v| v.as_bytes()).collect();
-    let forwarded: Vec<&[u8]> = args.forwarded.iter().map(|v| v.as_bytes()).collect();
+    let lines = header_lines(args)?;
     let facts = RequestFacts {
         host: host.as_deref().map(str::as_bytes),
         path: &path,
         user_agent: args.ua.as_bytes(),
         peer: Some(args.ip),
-        forwarding: Forwarding::Values {
-            forwarded_for: &xff,
-            forwarded: &forwarded,
-        },
+        forwarding: Forwarding::Lines(&lines),
     };
     let mode = Mode {
         record: false,
         use_dns: !args.no_dns,
     };
-    let decision = runtime.block_on(async {
+    let (decision, origins) = runtime.block_on(async {
         let shared =
             Shared::new(&settings, metrics, None).map_err(|e| CliError::Config(e.to_string()))?;
-        fetch_origin_file(&shared).await;
-        Ok::<_, CliError>(decide::decide(&shared, &facts, mode).await)
+        let origins = fetch_origin_file(&shared).await;
+        Ok::<_, CliError>((decide::decide(&shared, &facts, mode).await, origins))
     })?;
     let Some(decision) = decision else {
         let host = host.unwrap_or_default();
@@ -122,12 +145,115 @@ pub fn run_explain(args: &ExplainArgs, mut out: impl Write) -> Result<ExitStatus
         )?;
         return Ok(ExitStatus::Failure);
     };
+    let facts = Facts {
+        origin_now: origins
+            .iter()
+            .find(|(site, _)| *site == decision.site.settings.name)
+            .map(|(_, answer)| answer.as_str()),
+        forwarding: forwarding_facts(&settings, &decision, &lines),
+    };
     if args.json {
-        writeln!(out, "{}", to_json(&decision, &path, args))?;
+        writeln!(out, "{}", to_json(&decision, &path, &facts))?;
     } else {
-        write_text(&decision, &path, args, &mut out)?;
+        write_text(&decision, &path, &facts, &mut out)?;
     }
     Ok(ExitStatus::Success)
+}
+
+/// What the explanation says beyond the decision itself.
+struct Facts<'a> {
+    /// What the site's origin answered for robots.txt just now (origin sites).
+    origin_now: Option<&'a str>,
+    /// How the client address was found.
+    forwarding: ForwardingFacts,
+}
+
+/// How the client address was found: the peer, or the trusted proxies' one header.
+struct ForwardingFacts {
+    /// "the TCP peer", "X-Forwarded-For written by trusted proxy 10.1.2.3", ...
+    via: String,
+    /// The header the trusted proxies write (when the peer is one).
+    header_read: Option<String>,
+    /// Forwarding headers the request carries that were not read, and why.
+    ignored: Vec<String>,
+}
+
+/// The forwarding headers a request may carry; only the trusted proxies' own is read.
+const FORWARDING_HEADERS: [&str; 5] = [
+    "x-forwarded-for",
+    "forwarded",
+    "x-real-ip",
+    "true-client-ip",
+    "cf-connecting-ip",
+];
+
+fn forwarding_facts(
+    settings: &Settings,
+    decision: &Decision,
+    lines: &[(&str, &[u8])],
+) -> ForwardingFacts {
+    let trusted = &settings.trusted_proxies;
+    let header = trusted.header().name();
+    let peer_trusted = trusted.contains(decision.peer);
+    let via = match (peer_trusted, decision.client == decision.peer) {
+        (false, _) => "the TCP peer".to_owned(),
+        (true, false) => format!("{header} written by trusted proxy {}", decision.peer),
+        (true, true) => format!(
+            "trusted proxy {}, which sent no usable {header}",
+            decision.peer
+        ),
+    };
+    let mut ignored = Vec::new();
+    for (name, _) in lines {
+        let name = name.trim().to_ascii_lowercase();
+        if !FORWARDING_HEADERS.contains(&name.as_str())
+            || ignored.iter().any(|i: &String| i.starts_with(&name))
+        {
+            continue;
+        }
+        if !peer_trusted {
+            ignored.push(format!("{name} (the peer is not a trusted proxy)"));
+        } else if name != header {
+            ignored.push(format!("{name} (trusted proxies write {header} only)"));
+        }
+    }
+    ForwardingFacts {
+        via,
+        header_read: peer_trusted.then(|| header.to_owned()),
+        ignored,
+    }
+}
+
+/// Where the robots.txt in force came from and how old it is, for people.
+fn provenance(snapshot: &Snapshot) -> String {
+    match snapshot.fetched_at {
+        Some(at) => {
+            let age = std::time::Duration::from_secs(at.elapsed().unwrap_or_default().as_secs());
+            let from = if snapshot.restored {
+                "kept in the state directory, "
+            } else {
+                ""
+            };
+            format!(
+                "{from}fetched {} ({} ago)",
+                humantime::format_rfc3339_seconds(at),
+                humantime::format_duration(age)
+            )
+        }
+        None => String::new(),
+    }
+}
+
+/// Whose crawl-delay slot and robots.txt-fetch memory the request counts in.
+fn politeness(decision: &Decision) -> String {
+    let bot = &decision.bot;
+    match &decision.subject {
+        Subject::Crawler(_) => format!("shared by every verified {bot} address"),
+        Subject::Claim(_, addr) => {
+            format!("{addr}'s own: an unverified {bot} claim shares no one's slot")
+        }
+        Subject::Client(addr) => format!("{addr}'s own"),
+    }
 }
 
 fn status_of(decision: &Decision) -> u16 {
@@ -139,7 +265,7 @@ fn status_of(decision: &Decision) -> u16 {
     }
 }
 
-fn to_json(decision: &Decision, path: &str, args: &ExplainArgs) -> String {
+fn to_json(decision: &Decision, path: &str, facts: &Facts<'_>) -> String {
     let rule = decision
         .rule()
         .map(|rule| json!({"kind": rule.kind, "pattern": rule.pattern, "line": rule.line}));
@@ -153,7 +279,10 @@ fn to_json(decision: &Decision, path: &str, args: &ExplainArgs) -> String {
         "site": decision.site.settings.name,
         "path": path,
         "client": decision.client.to_string(),
-        "peer": args.ip.to_string(),
+        "peer": decision.peer.to_string(),
+        "client_via": facts.forwarding.via,
+        "forwarding_header": facts.forwarding.header_read,
+        "forwarding_ignored": facts.forwarding.ignored,
         "bot": &*decision.bot,
         "token": &*decision.token,
         "category": decision.category,
@@ -162,6 +291,9 @@ fn to_json(decision: &Decision, path: &str, args: &ExplainArgs) -> String {
         "robots": {
             "state": snapshot.state.as_str(),
             "sha256": snapshot.sha256,
+            "fetched_at": snapshot.fetched_at.map(|at| humantime::format_rfc3339_seconds(at).to_string()),
+            "restored": snapshot.restored,
+            "origin_now": facts.origin_now,
             "group_lines": group_lines,
             "decided_by_previous_file": decision.decided_by_previous.is_some(),
         },
@@ -169,6 +301,7 @@ fn to_json(decision: &Decision, path: &str, args: &ExplainArgs) -> String {
         "rule": rule,
         "robots_txt": decision.robots_txt,
         "robots_unread": decision.robots_unread,
+        "politeness": politeness(decision),
         "crawl_delay": decision.crawl_delay,
         "action": decision.action.as_str(),
         "outcome": decision.outcome.as_str(),
@@ -180,7 +313,7 @@ fn to_json(decision: &Decision, path: &str, args: &ExplainArgs) -> String {
 fn write_text(
     decision: &Decision,
     path: &str,
-    args: &ExplainArgs,
+    facts: &Facts<'_>,
     out: &mut impl Write,
 ) -> std::io::Result<()> {
     let settings = &decision.site.settings;
@@ -190,12 +323,14 @@ fn write_text(
         settings.hosts.join(", ")
     };
     writeln!(out, "site:          {} ({hosts})", settings.name)?;
-    let via = if decision.client == args.ip {
-        "the TCP peer".to_owned()
-    } else {
-        format!("forwarded by trusted proxy {}", args.ip)
-    };
-    writeln!(out, "client:        {} ({via})", decision.client)?;
+    writeln!(
+        out,
+        "client:        {} ({})",
+        decision.client, facts.forwarding.via
+    )?;
+    for ignored in &facts.forwarding.ignored {
+        writeln!(out, "ignored:       {ignored}")?;
+    }
     if !decision.crawler {
         writeln!(
             out,
@@ -240,12 +375,21 @@ fn write_text(
         crate::robots::GroupKind::Star => format!("the * group at line {}", lines.join(", ")),
         crate::robots::GroupKind::Agent => format!("its own group at line {}", lines.join(", ")),
     };
+    let provenance = provenance(snapshot);
+    let provenance = if provenance.is_empty() {
+        provenance
+    } else {
+        format!(", {provenance}")
+    };
     writeln!(
         out,
-        "robots.txt:    {} ({}), read as {token}: {group}",
+        "robots.txt:    {} ({}{provenance}), read as {token}: {group}",
         snapshot.state.as_str(),
         &snapshot.sha256[..12.min(snapshot.sha256.len())]
     )?;
+    if let Some(answer) = facts.origin_now {
+        writeln!(out, "origin now:    {answer}")?;
+    }
     let rule = match decision.rule() {
         Some(rule) => format!(
             "line {} ({}: {})",
@@ -275,6 +419,7 @@ fn write_text(
         ""
     };
     writeln!(out, "robots.txt read: {read}{unread}")?;
+    writeln!(out, "politeness:    {}", politeness(decision))?;
     match &decision.crawl_delay {
         Some(delay) => writeln!(
             out,

@@ -2,11 +2,12 @@
 //! checks them, and replaces the files atomically (the running proxy picks them up by itself).
 
 use super::{CliError, ExitStatus};
+use crate::proxy::atomic::write_atomically;
 use crate::proxy::config::Settings;
 use crate::proxy::state::load_catalog;
 use crate::proxy::verify::ranges::RangeSet;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Arguments of `crawlgate ranges`.
@@ -29,21 +30,6 @@ pub enum RangesCommand {
         #[arg(long)]
         dry_run: bool,
     },
-}
-
-/// Writes `bytes` to `path` so that readers see the old file or the new one, never a mix.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let folder = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(folder)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let aside = folder.join(format!(".{name}.{}.tmp", std::process::id()));
-    let mut file = std::fs::File::create(&aside)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&aside, path)
 }
 
 /// Runs `ranges`.

@@ -7,6 +7,7 @@ use crate::proxy::reload::ConfigSource;
 use crate::proxy::server::{self, DEMO_LISTEN, DEMO_METRICS};
 use crate::proxy::site::{CatalogIndex, Site};
 use crate::proxy::state::load_catalog;
+use crate::proxy::state_dir;
 use crate::proxy::verify::ranges::RangeSet;
 use std::io::Write;
 use std::path::PathBuf;
@@ -135,13 +136,28 @@ pub fn run_validate(args: &ValidateArgs, mut out: impl Write) -> Result<ExitStat
                 snapshot.robots.file().rules.len(),
                 snapshot.robots.problems().len()
             ),
-            Some(_) => "robots.txt fetched from the origin once serving".to_owned(),
+            Some(_) => match &settings.state_dir {
+                Some(dir) => format!(
+                    "robots.txt fetched from the origin once serving (the last good one kept in {})",
+                    state_dir::kept_path(dir, &site.settings.name).display()
+                ),
+                None => "robots.txt fetched from the origin once serving (not kept across restarts: no state_dir)".to_owned(),
+            },
         };
         writeln!(
             out,
             "site {}: upstream {upstream}, {robots}, action {}",
             site.settings.name,
             site.settings.action.as_str(),
+        )?;
+    }
+    let trusted = &settings.trusted_proxies;
+    if !trusted.is_empty() {
+        writeln!(
+            out,
+            "trusted proxies: {} networks, client address read from {} only",
+            trusted.networks().len(),
+            trusted.header().name()
         )?;
     }
     for (token, spec) in &settings.verification.ranges {

@@ -47,9 +47,11 @@ pub struct ConfigFile {
     /// Settings passed to pingora's server.
     #[serde(default)]
     pub pingora: PingoraFile,
-    /// Proxies in front of crawlgate whose `X-Forwarded-For`/`Forwarded` headers are believed.
-    #[serde(default)]
-    pub trusted_proxies: Vec<Network>,
+    /// Proxies in front of crawlgate, and the one header they write the client's address in.
+    #[serde(default, deserialize_with = "trusted_proxies_either")]
+    pub trusted_proxies: TrustedProxiesFile,
+    /// Where origins' last good robots.txt answers are kept across restarts.
+    pub state_dir: Option<PathBuf>,
     /// How crawlers' claims are checked.
     pub verification: Option<VerificationFile>,
     /// Crawl-delay and robots.txt-reading memory.
@@ -72,6 +74,46 @@ impl<'de> Deserialize<'de> for Network {
             ))
         })
     }
+}
+
+/// `trusted_proxies:` as written: `{networks: [...], header: NAME}` naming the one header they
+/// write, or a plain list of networks (whose proxies write `X-Forwarded-For`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustedProxiesFile {
+    /// The proxies' networks.
+    pub networks: Vec<Network>,
+    /// The header they write (default `x-forwarded-for`).
+    pub header: Option<String>,
+}
+
+/// Reads `trusted_proxies:` in either form.
+fn trusted_proxies_either<'de, D: Deserializer<'de>>(d: D) -> Result<TrustedProxiesFile, D::Error> {
+    struct Visitor;
+    impl<'de> serde::de::Visitor<'de> for Visitor {
+        type Value = TrustedProxiesFile;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of networks, or {networks: [10.0.0.0/8], header: x-forwarded-for}")
+        }
+        fn visit_seq<S: serde::de::SeqAccess<'de>>(
+            self,
+            seq: S,
+        ) -> Result<TrustedProxiesFile, S::Error> {
+            let networks =
+                Vec::<Network>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+            Ok(TrustedProxiesFile {
+                networks,
+                header: None,
+            })
+        }
+        fn visit_map<M: serde::de::MapAccess<'de>>(
+            self,
+            map: M,
+        ) -> Result<TrustedProxiesFile, M::Error> {
+            TrustedProxiesFile::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+        }
+    }
+    d.deserialize_any(Visitor)
 }
 
 /// Where a crawler's published ranges are: a file, or `{file, url}` for `crawlgate ranges update`.
@@ -127,7 +169,8 @@ pub struct VerificationFile {
     /// Published IP ranges per crawler.
     #[serde(default)]
     pub ranges: BTreeMap<Token, RangesSpec>,
-    /// Reverse-DNS domains per crawler (forward-confirmed).
+    /// Reverse-DNS domains per crawler (forward-confirmed). The catalog's apply without this;
+    /// a list here replaces a crawler's, and `[]` turns them off.
     #[serde(default)]
     pub reverse_dns: BTreeMap<Token, Vec<String>>,
     /// What to do with a crawler whose claim is refuted (default block).
@@ -615,8 +658,10 @@ pub struct Settings {
     pub sites: Vec<SiteSettings>,
     /// Pingora's settings.
     pub pingora: PingoraSettings,
-    /// Proxies whose forwarding headers are believed.
-    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Proxies whose forwarding header is believed, and that header.
+    pub trusted_proxies: super::client::TrustedProxies,
+    /// Where origins' last good robots.txt answers are kept (`None`: not kept).
+    pub state_dir: Option<PathBuf>,
     /// How crawlers are verified.
     pub verification: VerificationSettings,
     /// Politeness memory.
@@ -628,7 +673,8 @@ pub struct Settings {
 pub struct VerificationSettings {
     /// Published ranges per crawler token (as written).
     pub ranges: Vec<(String, RangesSpec)>,
-    /// Reverse-DNS domains per crawler token (as written).
+    /// Reverse-DNS domains per crawler token (as written), replacing the catalog's (an empty
+    /// list turns them off).
     pub reverse_dns: Vec<(String, Vec<String>)>,
     /// What a spoofed crawler gets.
     pub on_spoofed: Action,
@@ -847,8 +893,25 @@ impl Validator<'_> {
                 .map_or(defaults.robots_read_window, |d| d.0),
             grace: politeness.grace.map_or(defaults.grace, |d| d.0),
         };
+        let trusted_proxies = self.trusted_proxies(&file.trusted_proxies)?;
+        // systemd's StateDirectory= sets STATE_DIRECTORY (colon-separated when it names several).
+        let state_dir = match &file.state_dir {
+            Some(dir) => Some(self.path(dir)),
+            None => std::env::var_os("STATE_DIRECTORY")
+                .and_then(|dirs| std::env::split_paths(&dirs).next())
+                .filter(|dir| dir.is_absolute()),
+        };
+        if let Some(dir) = &state_dir {
+            if dir.exists() && !dir.is_dir() {
+                return Err(self.error(
+                    Some(("state_dir", 0)),
+                    format!("state_dir: `{}` exists and is not a folder", dir.display()),
+                ));
+            }
+        }
         Ok(Settings {
-            trusted_proxies: file.trusted_proxies.iter().map(|n| n.0).collect(),
+            trusted_proxies,
+            state_dir,
             verification,
             politeness,
             listen: file.listen.iter().map(|a| a.0).collect(),
@@ -872,6 +935,25 @@ impl Validator<'_> {
         })
     }
 
+    fn trusted_proxies(
+        &self,
+        file: &TrustedProxiesFile,
+    ) -> Result<super::client::TrustedProxies, ConfigError> {
+        let header = match &file.header {
+            None => super::client::ForwardingHeader::default(),
+            Some(name) => super::client::ForwardingHeader::named(name).ok_or_else(|| {
+                self.error(
+                    Some(("header:", 0)),
+                    format!("trusted_proxies.header: `{name}` is not a header name: write the one your proxies set, such as x-forwarded-for, forwarded or x-real-ip"),
+                )
+            })?,
+        };
+        Ok(super::client::TrustedProxies::new(
+            file.networks.iter().map(|n| n.0).collect(),
+            header,
+        ))
+    }
+
     fn verification(&self, file: VerificationFile) -> Result<VerificationSettings, ConfigError> {
         let defaults = super::verify::dns::DnsSettings::default();
         let dns = super::verify::dns::DnsSettings {
@@ -884,14 +966,14 @@ impl Validator<'_> {
             server: file.dns.server.map(|a| a.0),
         };
         for (token, domains) in &file.reverse_dns {
-            if domains.is_empty()
-                || domains
-                    .iter()
-                    .any(|d| d.trim_matches('.').is_empty() || d.contains(['/', ' ', ':']))
+            // An empty list is allowed: it turns the catalog's domains off for that crawler.
+            if domains
+                .iter()
+                .any(|d| d.trim_matches('.').is_empty() || d.contains(['/', ' ', ':']))
             {
                 return Err(self.error(
                     Some((&token.0, 0)),
-                    format!("verification.reverse_dns.{}: give domain names, such as [googlebot.com, google.com]", token.0),
+                    format!("verification.reverse_dns.{}: give domain names, such as [googlebot.com, google.com] ([] turns the catalog's off)", token.0),
                 ));
             }
         }
@@ -1436,7 +1518,8 @@ mod tests {
         );
         let settings = parse(&text).unwrap();
         assert_eq!(settings.sites[0].crawl_delay, CrawlDelayMode::Enforce);
-        assert_eq!(settings.trusted_proxies.len(), 2);
+        assert_eq!(settings.trusted_proxies.networks().len(), 2);
+        assert_eq!(settings.trusted_proxies.header().name(), "x-forwarded-for");
         let v = &settings.verification;
         assert_eq!(v.on_spoofed, Action::Tag);
         assert_eq!(v.dns.budget, Duration::from_millis(20));
@@ -1470,6 +1553,61 @@ mod tests {
             parse(MINIMAL).unwrap().sites[0].crawl_delay,
             CrawlDelayMode::Count
         );
+    }
+
+    #[test]
+    fn trusted_proxies_name_the_one_header_they_write() {
+        let text =
+            format!("{MINIMAL}trusted_proxies:\n  networks: [10.0.0.0/8]\n  header: Forwarded\n");
+        let trusted = parse(&text).unwrap().trusted_proxies;
+        assert_eq!(trusted.header().name(), "forwarded");
+        assert!(trusted.contains("10.1.2.3".parse().unwrap()));
+        let real_ip = text.replace("Forwarded", "X-Real-IP");
+        assert_eq!(
+            parse(&real_ip).unwrap().trusted_proxies.header().name(),
+            "x-real-ip"
+        );
+        let bad = text.replace("header: Forwarded", "header: \"x forwarded\"");
+        let error = parse(&bad).unwrap_err();
+        assert_eq!(error.line, Some(9), "{error}");
+        assert!(error.message.contains("is not a header name"), "{error}");
+        let unknown = text.replace("header: Forwarded", "headers: Forwarded");
+        let error = parse(&unknown).unwrap_err();
+        assert_eq!(error.line, Some(9), "{error}");
+        assert!(error.message.contains("headers"), "{error}");
+        let bad_net = text.replace("10.0.0.0/8", "10.0.0.0/99");
+        let error = parse(&bad_net).unwrap_err();
+        assert_eq!(error.line, Some(8), "{error}");
+        assert!(error.message.contains("is not a network"), "{error}");
+        assert!(parse(MINIMAL).unwrap().trusted_proxies.is_empty());
+    }
+
+    #[test]
+    fn the_state_dir_is_relative_to_the_file_and_must_be_a_folder() {
+        let text = format!("{MINIMAL}state_dir: state\n");
+        assert_eq!(
+            parse(&text).unwrap().state_dir,
+            Some(PathBuf::from("/etc/crawlgate/state"))
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "").unwrap();
+        let text = format!("{MINIMAL}state_dir: {}\n", file.display());
+        let error = parse(&text).unwrap_err();
+        assert_eq!(error.line, Some(7), "{error}");
+        assert!(error.message.contains("not a folder"), "{error}");
+    }
+
+    #[test]
+    fn an_empty_reverse_dns_list_turns_the_catalogs_off() {
+        let text = format!("{MINIMAL}verification:\n  reverse_dns: {{Googlebot: []}}\n");
+        let settings = parse(&text).unwrap();
+        assert_eq!(
+            settings.verification.reverse_dns,
+            vec![("Googlebot".to_owned(), Vec::new())]
+        );
+        let bad = text.replace("[]", "[\"..\"]");
+        assert_eq!(parse(&bad).unwrap_err().line, Some(8));
     }
 
     #[test]

@@ -70,8 +70,12 @@ pub struct Decision {
     pub snapshot: Arc<Snapshot>,
     /// The snapshot that decided, when it is the previous one (a grace verdict).
     pub decided_by_previous: Option<Arc<Snapshot>>,
-    /// The client address used.
+    /// The TCP peer.
+    pub peer: IpAddr,
+    /// The client address used (the peer, or what a trusted proxy's header says).
     pub client: IpAddr,
+    /// Whose politeness state (crawl-delay slot, robots.txt fetches) the request counts in.
+    pub subject: Subject,
     /// The metric label of the requester (`GPTBot`, `unnamed`, `person`).
     pub bot: Arc<str>,
     /// The product token robots.txt is asked about (`""` for `*`).
@@ -133,16 +137,12 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
         Identity::Person => (Requester::Person, "person"),
     };
     let verification = match identity {
-        Identity::Crawler { agent, .. } if global.verifier.covers(&token_lower) => {
+        Identity::Crawler { agent, .. } => {
             global
                 .verifier
-                .verify(&agent.token, client, mode.use_dns)
+                .verify(&agent.token, &token_lower, client, mode.use_dns)
                 .await
         }
-        Identity::Crawler { .. } => Verification::fixed(
-            Verified::Unverifiable,
-            "no published ranges or reverse DNS are configured for this crawler",
-        ),
         Identity::Unnamed => Verification::fixed(
             Verified::Unverifiable,
             "an unnamed crawler claims no identity",
@@ -157,8 +157,11 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     } else {
         token
     };
-    let subject = match (&identity, spoofed) {
-        (Identity::Crawler { .. }, false) => Subject::Crawler(token_lower),
+    // Only a verified crawler shares one state across its addresses: a claim nobody checked
+    // counts against its own address, so a forger uses up its own slot and not the crawler's.
+    let subject = match (&identity, verification.result) {
+        (Identity::Crawler { .. }, Verified::Verified) => Subject::Crawler(token_lower),
+        (Identity::Crawler { .. }, Verified::Unverifiable) => Subject::Claim(token_lower, client),
         _ => Subject::Client(client),
     };
 
@@ -166,7 +169,9 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
         site: site.clone(),
         snapshot: snapshot.clone(),
         decided_by_previous: None,
+        peer,
         client,
+        subject,
         bot,
         token,
         category,
@@ -188,11 +193,11 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     let now = SystemTime::now();
     if robots_txt {
         if mode.record {
-            politeness.robots_fetched(site_name, &subject, now);
+            politeness.robots_fetched(site_name, &decision.subject, now);
         }
         return Some(decision);
     }
-    let last_fetch = politeness.last_robots_fetch(site_name, &subject);
+    let last_fetch = politeness.last_robots_fetch(site_name, &decision.subject);
     decision.last_robots_fetch = last_fetch;
     let window = shared.politeness_settings.robots_read_window;
     decision.robots_unread =
@@ -239,7 +244,13 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
             .crawl_delay(&decision.token)
             .filter(|d| !d.is_zero())
         {
-            let pace = politeness.pace(site_name, &subject, delay, Instant::now(), mode.record);
+            let pace = politeness.pace(
+                site_name,
+                &decision.subject,
+                delay,
+                Instant::now(),
+                mode.record,
+            );
             let (exceeded, retry_after) = match pace {
                 Pace::Ok => (false, None),
                 Pace::TooSoon(wait) => (true, Some(wait)),

@@ -1,11 +1,13 @@
 //! The reverse proxy (feature `proxy`): pingora in front of a site, enforcing its robots.txt.
 //!
 //! Configuration ([`config`]) becomes sites ([`site`]) whose robots.txt snapshots the reload
-//! service ([`reload`], [`source`]) keeps fresh; the request path ([`service`]) decides with the
-//! snapshot in force and records [`metrics`] and the [`access_log`].
+//! service ([`reload`], [`source`]) keeps fresh, and keeps in the [`state_dir`] across restarts;
+//! the request path ([`service`]) decides with the snapshot in force and records [`metrics`] and
+//! the [`access_log`].
 
 pub mod access_log;
 pub mod admin;
+pub mod atomic;
 pub mod client;
 pub mod config;
 pub mod decide;
@@ -18,5 +20,6 @@ pub mod service;
 pub mod site;
 pub mod source;
 pub mod state;
+pub mod state_dir;
 pub mod ua_memo;
 pub mod verify;

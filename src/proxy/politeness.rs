@@ -1,7 +1,10 @@
 //! Politeness state: when each crawler may come next (crawl-delay) and when it last read
-//! robots.txt. Kept per site and crawler (per client address for crawlers that have no name we
-//! trust), in bounded caches whose entries expire as soon as they no longer matter, and kept
-//! apart from robots.txt snapshots and configuration so that it survives reloads.
+//! robots.txt. Kept per site and crawler: one state for a verified crawler, whatever its
+//! address; per claimed name *and* client address for a named crawler that could not be
+//! verified, so that anyone sending `ClaudeBot` uses up only their own slot, never the real
+//! ClaudeBot's; per client address for unnamed and spoofed crawlers. Bounded caches whose entries
+//! expire as soon as they no longer matter, kept apart from robots.txt snapshots and
+//! configuration so that they survive reloads.
 
 use moka::sync::Cache;
 use moka::Expiry;
@@ -12,8 +15,10 @@ use std::time::{Duration, Instant, SystemTime};
 /// Whom politeness state is kept for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Subject {
-    /// A named crawler we believe (verified or unverifiable): all its addresses share one state.
+    /// A verified crawler (lower-cased token): all its addresses share one state.
     Crawler(Arc<str>),
+    /// A named crawler that could not be verified: one state per name and client address.
+    Claim(Arc<str>, IpAddr),
     /// An unnamed or spoofed crawler: one state per client address.
     Client(IpAddr),
 }
@@ -184,6 +189,26 @@ mod tests {
             ),
             Pace::Ok
         );
+    }
+
+    #[test]
+    fn an_unverified_claim_uses_only_its_own_slot() {
+        let p = Politeness::new(100, Duration::from_secs(60));
+        let token: Arc<str> = Arc::from("claudebot");
+        let real = Subject::Claim(token.clone(), "198.51.100.7".parse().unwrap());
+        let forger = Subject::Claim(token.clone(), "203.0.113.66".parse().unwrap());
+        let verified = Subject::Crawler(token);
+        let now = Instant::now();
+        let delay = Duration::from_secs(10);
+        assert_eq!(p.pace(&site(), &forger, delay, now, true), Pace::Ok);
+        assert!(matches!(
+            p.pace(&site(), &forger, delay, now, true),
+            Pace::TooSoon(_)
+        ));
+        assert_eq!(p.pace(&site(), &real, delay, now, true), Pace::Ok);
+        assert_eq!(p.pace(&site(), &verified, delay, now, true), Pace::Ok);
+        p.robots_fetched(&site(), &forger, SystemTime::now());
+        assert!(p.last_robots_fetch(&site(), &real).is_none());
     }
 
     #[test]

@@ -5,10 +5,13 @@
 //! and compiles, then swaps the whole snapshot in; a load that fails keeps the last good one.
 //! Each outcome is logged when it changes, not every time it repeats.
 
-use super::config::{OnUnreachable, RobotsSource, Settings, SiteFlags};
+use super::config::{RobotsSource, Settings, SiteFlags};
 use super::site::{CatalogIndex, Site, Sites, Snapshot, SourceState};
-use super::source::{Fetched, FilePoll, FileWatch, OriginClient, FILE_POLL};
+use super::source::{
+    after_fetch, AfterFetch, Fetched, FilePoll, FileWatch, OriginClient, FILE_POLL,
+};
 use super::state::{load_catalog, load_ranges, Global, Shared};
+use super::state_dir::{self, Kept, KeptAnswer, KEEP_REFRESH};
 use super::verify::RangesEntry;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -17,6 +20,7 @@ use pingora::services::background::BackgroundService;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -46,6 +50,9 @@ struct Watch {
     fetching: bool,
     /// The last outcome logged, so that a repeat is not logged again.
     last_outcome: String,
+    /// What the state directory holds for the site: the answer's state and SHA-256, and its
+    /// fetch time, so that an unchanged answer is written again only hourly.
+    kept: Option<(SourceState, String, SystemTime)>,
 }
 
 impl Watch {
@@ -63,7 +70,12 @@ impl Watch {
                 None
             }
         };
-        let pending = site.snapshot.load().state == SourceState::Pending;
+        let snapshot = site.snapshot.load();
+        let pending = snapshot.state == SourceState::Pending;
+        let kept = match snapshot.fetched_at {
+            Some(at) if snapshot.restored => Some((snapshot.state, snapshot.sha256.clone(), at)),
+            _ => None,
+        };
         Watch {
             site,
             file,
@@ -75,6 +87,7 @@ impl Watch {
             } else {
                 "loaded".into()
             },
+            kept,
         }
     }
 }
@@ -121,7 +134,9 @@ impl Reloader {
         let site = &watch.site;
         let name = site.settings.name.as_str();
         let current = site.snapshot.load();
-        if current.state == state && current.bytes == bytes {
+        // A restored answer that the origin confirms is rebuilt: it is no longer a copy from
+        // before the restart.
+        if current.state == state && current.bytes == bytes && !current.restored {
             self.shared
                 .metrics
                 .robots_reloads
@@ -132,7 +147,12 @@ impl Reloader {
         }
         let catalog = self.shared.catalog.load();
         match Snapshot::build(&site.settings, &catalog, bytes, state) {
-            Ok(snapshot) => {
+            Ok(mut snapshot) => {
+                if site.settings.robots.source == RobotsSource::Origin
+                    && state != SourceState::Unreachable
+                {
+                    snapshot.fetched_at = Some(SystemTime::now());
+                }
                 let result = match state {
                     SourceState::Loaded => "ok",
                     other => other.as_str(),
@@ -200,51 +220,86 @@ impl Reloader {
         }
     }
 
-    /// Applies what a fetch from the origin found (RFC 9309 §2.3.1).
+    /// Applies what a fetch from the origin found (RFC 9309 §2.3.1), and keeps a good answer
+    /// in the state directory.
     fn apply_fetch(&self, watch: &mut Watch, fetched: Fetched) {
         watch.fetching = false;
+        let robots = &watch.site.settings.robots;
         // `refresh` is at most 24 hours (the configuration checks it); the check keeps any
         // other value from overflowing.
         let now = Instant::now();
-        watch.next_fetch = now
-            .checked_add(watch.site.settings.robots.refresh)
-            .unwrap_or(now);
-        match fetched {
-            Fetched::Body(bytes) => {
-                self.install(watch, bytes, SourceState::Loaded);
-            }
-            Fetched::Unavailable(why) => {
-                self.install(watch, Bytes::new(), SourceState::Unavailable);
-                Self::note(watch, format!("unavailable ({why}): no restrictions"), true);
-            }
-            Fetched::Unreachable(why) => {
+        watch.next_fetch = now.checked_add(robots.refresh).unwrap_or(now);
+        let on_unreachable = robots.on_unreachable;
+        let current = watch.site.snapshot.load().state;
+        match (after_fetch(&fetched, current, on_unreachable), &fetched) {
+            (AfterFetch::Keep, Fetched::Unreachable(why)) => {
                 let name = watch.site.settings.name.clone();
-                let current = watch.site.snapshot.load();
-                let keep = watch.site.settings.robots.on_unreachable == OnUnreachable::KeepLast
-                    && current.state == SourceState::Loaded;
-                if keep {
-                    self.shared
-                        .metrics
-                        .robots_reloads
-                        .with_label_values(&[&name, "unreachable"])
-                        .inc();
-                    Self::note(
-                        watch,
-                        format!("unreachable ({why}): keeping the last good file"),
-                        true,
-                    );
-                } else {
-                    self.install(watch, Bytes::new(), SourceState::Unreachable);
-                    Self::note(
-                        watch,
-                        format!(
-                            "unreachable ({why}): {:?}",
-                            watch.site.settings.robots.on_unreachable
-                        ),
-                        true,
-                    );
+                self.shared
+                    .metrics
+                    .robots_reloads
+                    .with_label_values(&[&name, "unreachable"])
+                    .inc();
+                Self::note(
+                    watch,
+                    format!("unreachable ({why}): keeping the last good file"),
+                    true,
+                );
+            }
+            (AfterFetch::Keep, _) => {}
+            (AfterFetch::Install(bytes, state), _) => {
+                let installed = self.install(watch, bytes.clone(), state);
+                match &fetched {
+                    Fetched::Body(_) if installed => {
+                        self.keep(watch, KeptAnswer::Body(bytes), state);
+                    }
+                    Fetched::Body(_) => {}
+                    Fetched::Unavailable(why) => {
+                        if installed {
+                            self.keep(watch, KeptAnswer::Unavailable(why.clone()), state);
+                        }
+                        Self::note(watch, format!("unavailable ({why}): no restrictions"), true);
+                    }
+                    Fetched::Unreachable(why) => {
+                        Self::note(
+                            watch,
+                            format!("unreachable ({why}): {on_unreachable:?}"),
+                            true,
+                        );
+                    }
                 }
             }
+        }
+    }
+
+    /// Writes a site's answer to the state directory when it changed, or when the copy there is
+    /// more than [`KEEP_REFRESH`] older than this fetch. A failed write is logged, and retried
+    /// with the next fetch.
+    fn keep(&self, watch: &mut Watch, answer: KeptAnswer, state: SourceState) {
+        let Some(dir) = &self.shared.state_dir else {
+            return;
+        };
+        let snapshot = watch.site.snapshot.load();
+        let now = SystemTime::now();
+        let fresh = watch.kept.as_ref().is_some_and(|(kept_state, sha, at)| {
+            *kept_state == state
+                && *sha == snapshot.sha256
+                && now.duration_since(*at).unwrap_or_default() < KEEP_REFRESH
+        });
+        if fresh {
+            return;
+        }
+        let kept = Kept {
+            answer,
+            url: watch
+                .client
+                .as_ref()
+                .map_or_else(String::new, |c| c.url().to_owned()),
+            fetched_at: now,
+        };
+        let name = watch.site.settings.name.clone();
+        match dir.write(&name, &kept) {
+            Ok(()) => watch.kept = Some((state, snapshot.sha256.clone(), now)),
+            Err(e) => Self::note(watch, format!("not kept: {e}"), true),
         }
     }
 
@@ -295,8 +350,9 @@ impl Reloader {
             || settings.metrics_listen != old.metrics_listen
             || settings.pingora != old.pingora
             || settings.access_log != old.access_log
+            || settings.state_dir != old.state_dir
         {
-            log::warn!("listeners, access log and pingora settings change only on restart; the rest is applied");
+            log::warn!("listeners, access log, state_dir and pingora settings change only on restart; the rest is applied");
         }
         let global = Global::new(&settings, &catalog.catalog, &self.shared.metrics)
             .map_err(|e| e.to_string())?;
@@ -312,20 +368,30 @@ impl Reloader {
                 continue;
             }
             let site = Site::new(site_settings.clone(), &catalog).map_err(|e| e.to_string())?;
-            // An origin's file carries over to the new site until the next fetch.
+            // An origin's file carries over to the new site until the next fetch; without one
+            // in memory, the state directory's.
+            let mut carried = false;
             if let Some(old) = existing {
                 let previous = old.snapshot.load();
                 if old.settings.robots == site_settings.robots
                     && previous.state != SourceState::Pending
                 {
-                    if let Ok(snapshot) = Snapshot::build(
+                    if let Ok(mut snapshot) = Snapshot::build(
                         site_settings,
                         &catalog,
                         previous.bytes.clone(),
                         previous.state,
                     ) {
+                        snapshot.fetched_at = previous.fetched_at;
+                        snapshot.restored = previous.restored;
                         site.snapshot.store(Arc::new(snapshot));
+                        carried = true;
                     }
+                }
+            }
+            if !carried && site_settings.robots.source == RobotsSource::Origin {
+                if let Some(dir) = &self.shared.state_dir {
+                    state_dir::restore(&site, &catalog, dir);
                 }
             }
             sites.push(Arc::new(site));

@@ -96,7 +96,8 @@ pub fn demo_settings(socket: PathBuf) -> Settings {
             crawl_delay: CrawlDelayMode::Count,
             upstream_timeout: Duration::from_secs(60),
         }],
-        trusted_proxies: Vec::new(),
+        trusted_proxies: super::client::TrustedProxies::default(),
+        state_dir: None,
         verification: VerificationSettings::default(),
         politeness: PolitenessSettings::default(),
         pingora: PingoraSettings {

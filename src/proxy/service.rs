@@ -7,6 +7,7 @@ use super::access_log::Entry;
 use super::client::Forwarding;
 use super::config::DEFAULT_TAG_PREFIX;
 use super::decide::{self, Decision, Mode, RequestFacts};
+use super::site::{Snapshot, SourceState};
 use super::state::Shared;
 use super::verify::Verified;
 use crate::policy::{Outcome, VerdictLabel};
@@ -54,26 +55,71 @@ pub fn sanitize(text: &str) -> String {
     out
 }
 
-/// Removes every header a client sends with crawlgate's prefixes: nobody forges a verdict.
+/// Removes every header a client sends that a backend could read as one of crawlgate's:
+/// nobody forges a verdict. A backend need not read a name as sent: CGI and FastCGI turn
+/// `X-Crawlgate-Verdict` and `X_Crawlgate_Verdict` alike into `HTTP_X_CRAWLGATE_VERDICT`, and
+/// some servers fold every byte that is not a letter or digit the same way, so names are
+/// compared with ASCII case ignored and every such byte equal to `-`. One pass over the names
+/// finds them; nothing is allocated unless one is there.
 fn strip_forged_headers(request: &mut RequestHeader, prefix: &str) {
-    let forged: Vec<HeaderName> = request
+    let forged = |name: &HeaderName| {
+        let name = name.as_str().as_bytes();
+        reads_as_prefix(name, DEFAULT_TAG_PREFIX.as_bytes())
+            || reads_as_prefix(name, prefix.as_bytes())
+    };
+    if !request.headers.keys().any(forged) {
+        return;
+    }
+    let names: Vec<HeaderName> = request
         .headers
         .keys()
-        .filter(|name| {
-            let name = name.as_str();
-            starts_with_ignore_case(name, DEFAULT_TAG_PREFIX)
-                || starts_with_ignore_case(name, prefix)
-        })
+        .filter(|n| forged(n))
         .cloned()
         .collect();
-    for name in forged {
+    for name in names {
         request.remove_header(&name);
     }
 }
 
-fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
-    text.len() >= prefix.len()
-        && text.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+/// Whether `name` starts with `prefix` as a backend may read it (see [`strip_forged_headers`]).
+fn reads_as_prefix(name: &[u8], prefix: &[u8]) -> bool {
+    fn fold(byte: u8) -> u8 {
+        if byte.is_ascii_alphanumeric() {
+            byte.to_ascii_lowercase()
+        } else {
+            b'-'
+        }
+    }
+    name.len() >= prefix.len() && name.iter().zip(prefix).all(|(&a, &b)| fold(a) == fold(b))
+}
+
+/// How `/robots.txt` is answered: with the copy being enforced, whatever the source, so that
+/// what crawlers read is what they are judged by. A loaded file (from a file, inline text, the
+/// origin, the state directory, or kept while the origin is unreachable) is served as enforced.
+/// An origin's 4xx is answered `404`: crawlers read "no file, no restrictions", which is what is
+/// enforced, and need not reach an origin that may since have changed. With nothing good at
+/// hand (unreachable, or not fetched yet) the answer is `503` with `Retry-After`: a crawler
+/// reads "unreachable" and assumes complete disallow (RFC 9309 §2.3.1.4), as crawlgate enforces
+/// by default, and comes back soon instead of caching a stand-in for a day.
+fn robots_txt_answer(
+    snapshot: &Snapshot,
+    refresh: std::time::Duration,
+) -> (u16, Bytes, Option<u64>) {
+    match snapshot.state {
+        SourceState::Loaded => (200, snapshot.bytes.clone(), None),
+        SourceState::Unavailable => (
+            404,
+            Bytes::from_static(b"crawlgate: the origin has no robots.txt (4xx): no restrictions\n"),
+            None,
+        ),
+        SourceState::Unreachable | SourceState::Pending => (
+            503,
+            Bytes::from_static(
+                b"crawlgate: robots.txt cannot be fetched from the origin right now; try again later\n",
+            ),
+            Some(refresh.as_secs().max(1)),
+        ),
+    }
 }
 
 /// Writes a complete text/plain response.
@@ -235,8 +281,9 @@ impl ProxyHttp for CrawlGate {
             .uri
             .path_and_query()
             .map_or("/", |p| p.as_str());
-        let answer = if decision.robots_txt && decision.snapshot.serve_locally {
-            Some((200, decision.snapshot.bytes.clone(), None))
+        let answer = if decision.robots_txt {
+            let refresh = decision.site.settings.robots.refresh;
+            Some(robots_txt_answer(&decision.snapshot, refresh))
         } else {
             match decision.outcome {
                 Outcome::Blocked => {
@@ -434,19 +481,64 @@ mod tests {
     }
 
     #[test]
-    fn forged_headers_are_stripped_whatever_their_case() {
+    fn forged_headers_are_stripped_in_every_spelling_a_backend_reads_alike() {
         let mut request = RequestHeader::build("GET", b"/", None).unwrap();
-        request
-            .insert_header("X-Crawlgate-Verdict", "allowed")
-            .unwrap();
-        request
-            .insert_header("x-crawlgate-bot", "Googlebot")
-            .unwrap();
-        request.insert_header("X-Mine-Rule", "x").unwrap();
+        for name in [
+            "X-Crawlgate-Verdict",
+            "x-crawlgate-bot",
+            "X_Crawlgate_Verdict",
+            "x_CRAWLGATE-verified",
+            "X-CrawlGate_Rule",
+            "x.crawlgate.robots-unread",
+            "X-Mine-Rule",
+            "X_MINE_Bot",
+        ] {
+            request.append_header(name.to_owned(), "forged").unwrap();
+        }
         request.insert_header("X-Other", "kept").unwrap();
+        request.insert_header("X-Crawlgatex", "kept").unwrap();
+        request.insert_header("X-Crawl", "kept").unwrap();
         strip_forged_headers(&mut request, "X-Mine-");
-        let names: Vec<&str> = request.headers.keys().map(|k| k.as_str()).collect();
-        assert_eq!(names, vec!["x-other"]);
+        let mut names: Vec<&str> = request.headers.keys().map(|k| k.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, vec!["x-crawl", "x-crawlgatex", "x-other"]);
+        // Nothing to strip: nothing changes.
+        let before = request.headers.clone();
+        strip_forged_headers(&mut request, "X-Mine-");
+        assert_eq!(request.headers, before);
+    }
+
+    #[test]
+    fn robots_txt_is_answered_with_what_is_enforced() {
+        use crate::catalog::Catalog;
+        use crate::proxy::config::Settings;
+        use crate::proxy::site::CatalogIndex;
+        let yaml = "listen: [\"127.0.0.1:1\"]\nsites:\n  - name: s\n    upstream: \"127.0.0.1:9\"\n    robots: {origin: true, refresh: 30s}\n";
+        let site = Settings::from_yaml(yaml, "t", std::path::Path::new("/"))
+            .unwrap()
+            .sites
+            .remove(0);
+        let catalog = CatalogIndex::new(Catalog::embedded().unwrap()).unwrap();
+        let refresh = site.robots.refresh;
+        let answer = |bytes: &'static [u8], state| {
+            let snapshot =
+                Snapshot::build(&site, &catalog, Bytes::from_static(bytes), state).unwrap();
+            robots_txt_answer(&snapshot, refresh)
+        };
+        let loaded = answer(b"User-agent: *\nDisallow: /x\n", SourceState::Loaded);
+        assert_eq!(
+            loaded,
+            (
+                200,
+                Bytes::from_static(b"User-agent: *\nDisallow: /x\n"),
+                None
+            )
+        );
+        assert_eq!(answer(b"", SourceState::Unavailable).0, 404);
+        for state in [SourceState::Unreachable, SourceState::Pending] {
+            let (status, _, retry) = answer(b"", state);
+            assert_eq!((status, retry), (503, Some(30)));
+        }
     }
 
     #[test]

@@ -132,8 +132,12 @@ pub struct Snapshot {
     no_token: Arc<str>,
     /// The bytes as loaded (empty for a stand-in).
     pub bytes: Bytes,
-    /// Whether crawlgate serves `/robots.txt` itself (file and inline sources).
-    pub serve_locally: bool,
+    /// When the origin gave this answer (`None` for files, inline text and stand-ins): the age
+    /// RFC 9309's caching rules are about.
+    pub fetched_at: Option<SystemTime>,
+    /// Whether it was read back from the state directory and no fetch since the restart has
+    /// confirmed or replaced it.
+    pub restored: bool,
     /// SHA-256 of `bytes`, hex.
     pub sha256: String,
     /// When it was loaded.
@@ -211,7 +215,8 @@ impl Snapshot {
             unnamed_label: Arc::from("unnamed"),
             person_label: Arc::from("person"),
             no_token: Arc::from(""),
-            serve_locally: !matches!(site.robots.source, RobotsSource::Origin),
+            fetched_at: None,
+            restored: false,
             bytes,
             sha256,
             loaded_at: SystemTime::now(),
@@ -559,7 +564,6 @@ mod tests {
         let identity = snapshot.classify(b"GPTBot/1.0 FooCrawler/2.0");
         assert_eq!(&**snapshot.bot_label(&identity), "FooCrawler");
         assert_eq!(&**snapshot.bot_label(&Identity::Person), "person");
-        assert!(snapshot.serve_locally);
         assert_eq!(snapshot.sha256.len(), 64);
     }
 
@@ -634,7 +638,6 @@ mod tests {
         let unreachable =
             Snapshot::build(&open, &catalog, Bytes::new(), SourceState::Unreachable).unwrap();
         assert!(unreachable.robots.is_allowed("x", "/a"));
-        assert!(!pending.serve_locally);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Getting robots.txt: from a file (watched by metadata), or from the origin with RFC 9309 §2.3
-//! semantics (2xx parsed, up to 5 redirects, 4xx unavailable, 5xx and errors unreachable).
+//! semantics (2xx parsed, up to 5 redirects, 4xx unavailable, 5xx, 429 and errors unreachable),
+//! and what a fetch puts in force ([`after_fetch`]).
 
-use super::config::{SiteSettings, UpstreamAddr};
+use super::config::{OnUnreachable, SiteSettings, UpstreamAddr};
+use super::site::SourceState;
 use bytes::Bytes;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -11,10 +13,60 @@ use std::time::{Duration, SystemTime};
 pub enum Fetched {
     /// A 2xx answer: the bytes (cut after the parse limit).
     Body(Bytes),
-    /// A 4xx answer, or more than 5 redirects: RFC 9309 says no restrictions.
+    /// A 4xx answer other than 429, or more than 5 redirects: RFC 9309 says no restrictions.
     Unavailable(String),
-    /// A 5xx answer, a timeout or a network error: RFC 9309 says assume complete disallow.
+    /// A 5xx or 429 answer, a timeout or a network error: RFC 9309 says assume complete disallow.
     Unreachable(String),
+}
+
+/// What an answer's status means, before its body is read: `None` for a success.
+///
+/// `429 Too Many Requests` is a 4xx, but it says "come back later", not "there is no file":
+/// Google reads it as a server error ("How Google interprets the robots.txt specification",
+/// <https://developers.google.com/search/docs/crawling-indexing/robots/robots_txt>), and so
+/// does crawlgate. Read as "unavailable", an origin that is shedding load would lift every
+/// restriction.
+pub fn classify_status(status: http::StatusCode) -> Option<Fetched> {
+    if status == http::StatusCode::TOO_MANY_REQUESTS {
+        return Some(Fetched::Unreachable(status.to_string()));
+    }
+    if status.is_client_error() {
+        return Some(Fetched::Unavailable(status.to_string()));
+    }
+    if !status.is_success() {
+        return Some(Fetched::Unreachable(status.to_string()));
+    }
+    None
+}
+
+/// What a fetch puts in force.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AfterFetch {
+    /// This answer, in this state (a stand-in's bytes are empty).
+    Install(Bytes, SourceState),
+    /// The answer in force stays: the origin is unreachable and a good file is at hand
+    /// (`on_unreachable: keep-last`).
+    Keep,
+}
+
+/// RFC 9309 §2.3.1: a 2xx is parsed, a 4xx lifts every restriction, and an unreachable origin
+/// keeps the last good file when there is one and `on_unreachable` is `keep-last`; else the
+/// stand-in `on_unreachable` names. The proxy's reload service and `crawlgate explain` share it.
+pub fn after_fetch(
+    fetched: &Fetched,
+    current: SourceState,
+    on_unreachable: OnUnreachable,
+) -> AfterFetch {
+    match fetched {
+        Fetched::Body(bytes) => AfterFetch::Install(bytes.clone(), SourceState::Loaded),
+        Fetched::Unavailable(_) => AfterFetch::Install(Bytes::new(), SourceState::Unavailable),
+        Fetched::Unreachable(_)
+            if on_unreachable == OnUnreachable::KeepLast && current == SourceState::Loaded =>
+        {
+            AfterFetch::Keep
+        }
+        Fetched::Unreachable(_) => AfterFetch::Install(Bytes::new(), SourceState::Unreachable),
+    }
 }
 
 impl Fetched {
@@ -82,6 +134,11 @@ impl OriginClient {
         }))
     }
 
+    /// The URL fetched.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
     /// Fetches robots.txt once.
     pub async fn fetch(&self) -> Fetched {
         let mut request = self.client.get(&self.url);
@@ -95,12 +152,8 @@ impl OriginClient {
             }
             Err(e) => return Fetched::Unreachable(error_chain(&e)),
         };
-        let status = response.status();
-        if status.is_client_error() {
-            return Fetched::Unavailable(status.to_string());
-        }
-        if !status.is_success() {
-            return Fetched::Unreachable(status.to_string());
+        if let Some(fetched) = classify_status(response.status()) {
+            return fetched;
         }
         // Read one byte past the limit, so that the parser reports the cut; no further.
         let mut body = Vec::new();
@@ -222,7 +275,70 @@ pub const FILE_POLL: Duration = Duration::from_millis(250);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::StatusCode;
     use std::io::Write;
+
+    #[test]
+    fn statuses_mean_what_rfc_9309_and_google_say() {
+        let unreachable =
+            |s: StatusCode| matches!(classify_status(s), Some(Fetched::Unreachable(_)));
+        let unavailable =
+            |s: StatusCode| matches!(classify_status(s), Some(Fetched::Unavailable(_)));
+        assert_eq!(classify_status(StatusCode::OK), None);
+        assert_eq!(classify_status(StatusCode::NO_CONTENT), None);
+        for status in [404, 403, 401, 410, 400, 451] {
+            assert!(
+                unavailable(StatusCode::from_u16(status).unwrap()),
+                "{status}"
+            );
+        }
+        // 429 is the one 4xx that is not "no file": it is "come back later".
+        assert!(unreachable(StatusCode::TOO_MANY_REQUESTS));
+        assert_eq!(
+            classify_status(StatusCode::TOO_MANY_REQUESTS),
+            Some(Fetched::Unreachable("429 Too Many Requests".into()))
+        );
+        for status in [500, 502, 503, 504] {
+            assert!(
+                unreachable(StatusCode::from_u16(status).unwrap()),
+                "{status}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unreachable_origin_keeps_only_a_good_file() {
+        let down = Fetched::Unreachable("503".into());
+        let keep_last = OnUnreachable::KeepLast;
+        assert_eq!(
+            after_fetch(&down, SourceState::Loaded, keep_last),
+            AfterFetch::Keep
+        );
+        for current in [
+            SourceState::Pending,
+            SourceState::Unavailable,
+            SourceState::Unreachable,
+        ] {
+            assert_eq!(
+                after_fetch(&down, current, keep_last),
+                AfterFetch::Install(Bytes::new(), SourceState::Unreachable)
+            );
+        }
+        assert_eq!(
+            after_fetch(&down, SourceState::Loaded, OnUnreachable::DisallowAll),
+            AfterFetch::Install(Bytes::new(), SourceState::Unreachable)
+        );
+        let gone = Fetched::Unavailable("404".into());
+        assert_eq!(
+            after_fetch(&gone, SourceState::Loaded, keep_last),
+            AfterFetch::Install(Bytes::new(), SourceState::Unavailable)
+        );
+        let body = Fetched::Body(Bytes::from_static(b"x"));
+        assert_eq!(
+            after_fetch(&body, SourceState::Unreachable, keep_last),
+            AfterFetch::Install(Bytes::from_static(b"x"), SourceState::Loaded)
+        );
+    }
 
     #[test]
     fn a_change_is_reported_once_it_holds_still() {

@@ -3,10 +3,11 @@
 
 use super::access_log::AccessLog;
 use super::client::TrustedProxies;
-use super::config::{PolitenessSettings, Settings};
+use super::config::{PolitenessSettings, RobotsSource, Settings};
 use super::metrics::Metrics;
 use super::politeness::Politeness;
 use super::site::{CatalogIndex, Site, SiteError, Sites, Snapshot, SourceState};
+use super::state_dir::{self, StateDir};
 use super::verify::dns::{DnsError, DnsVerifier};
 use super::verify::ranges::RangeSet;
 use super::verify::{RangesEntry, Verifier};
@@ -57,22 +58,55 @@ impl Global {
                 entry
             })
             .collect();
-        let reverse_dns: HashMap<String, Vec<String>> =
-            verification.reverse_dns.iter().cloned().collect();
+        let reverse_dns = reverse_dns_domains(catalog, &verification.reverse_dns);
+        let configured = verification
+            .reverse_dns
+            .iter()
+            .any(|(_, domains)| !domains.is_empty());
         let dns = if reverse_dns.is_empty() {
             None
         } else {
-            Some(DnsVerifier::new(
-                verification.dns.clone(),
-                metrics.dns_lookups.clone(),
-            )?)
+            match DnsVerifier::new(verification.dns.clone(), metrics.dns_lookups.clone()) {
+                Ok(dns) => Some(dns),
+                Err(e) if configured => return Err(e),
+                // The catalog's domains are a default: without a resolver they wait.
+                Err(e) => {
+                    log::warn!("{e}: crawlers are not verified by reverse DNS");
+                    None
+                }
+            }
         };
         Ok(Global {
-            trusted: TrustedProxies::new(settings.trusted_proxies.clone()),
+            trusted: settings.trusted_proxies.clone(),
             verifier: Verifier::new(ranges, reverse_dns, dns),
             on_spoofed: verification.on_spoofed,
         })
     }
+}
+
+/// The reverse-DNS domains of every crawler: the catalog's (each operator's own documentation,
+/// see `conf/bots.yaml`), each replaced by the configuration's list for that crawler, which may
+/// be empty to turn it off. Keyed by the token as written.
+pub fn reverse_dns_domains(
+    catalog: &Catalog,
+    configured: &[(String, Vec<String>)],
+) -> HashMap<String, Vec<String>> {
+    let mut domains: HashMap<String, Vec<String>> = catalog
+        .bots
+        .iter()
+        .filter_map(|entry| {
+            let verify = entry.verify.as_ref()?;
+            (!verify.reverse_dns.is_empty())
+                .then(|| (entry.token.clone(), verify.reverse_dns.clone()))
+        })
+        .collect();
+    for (token, list) in configured {
+        domains.retain(|known, _| !known.eq_ignore_ascii_case(token));
+        if !list.is_empty() {
+            domains.insert(token.clone(), list.clone());
+        }
+    }
+    domains
 }
 
 /// Reads a crawler's range file into its entry; a file that cannot be used keeps the set in force.
@@ -127,6 +161,9 @@ pub struct Shared {
     pub politeness: Politeness,
     /// How long fetches count and grace lasts (set at startup).
     pub politeness_settings: PolitenessSettings,
+    /// Where origins' last good robots.txt answers are kept (set at startup; none when
+    /// `state_dir` is not set or cannot be used).
+    pub state_dir: Option<StateDir>,
 }
 
 /// Startup failed.
@@ -146,6 +183,24 @@ pub enum StateError {
     Classifier(crate::agent::ClassifierError),
 }
 
+/// The state directory, when one is set (a folder that cannot be written is reported when an
+/// answer cannot be kept).
+fn open_state_dir(settings: &Settings) -> Option<StateDir> {
+    let Some(path) = &settings.state_dir else {
+        if settings
+            .sites
+            .iter()
+            .any(|site| site.robots.source == RobotsSource::Origin)
+        {
+            log::info!(
+                "no state_dir: origins' robots.txt is not kept across restarts (each such site disallows everything until its first fetch)"
+            );
+        }
+        return None;
+    };
+    Some(StateDir::new(path))
+}
+
 /// Reads the catalog the settings name, or the embedded one.
 pub fn load_catalog(settings: &Settings) -> Result<Catalog, CatalogError> {
     match &settings.catalog {
@@ -162,9 +217,13 @@ impl Shared {
         access_log: Option<AccessLog>,
     ) -> Result<Shared, StateError> {
         let catalog = CatalogIndex::new(load_catalog(settings)?).map_err(StateError::Classifier)?;
+        let state_dir = open_state_dir(settings);
         let mut sites = Vec::new();
         for site in &settings.sites {
             let site = Site::new(site.clone(), &catalog)?;
+            if let (RobotsSource::Origin, Some(dir)) = (&site.settings.robots.source, &state_dir) {
+                state_dir::restore(&site, &catalog, dir);
+            }
             sites.push(Arc::new(site));
         }
         let global = Global::new(settings, &catalog.catalog, &metrics)?;
@@ -178,6 +237,7 @@ impl Shared {
             global: ArcSwap::from_pointee(global),
             politeness: Politeness::new(politeness.max_tracked, remember),
             politeness_settings: *politeness,
+            state_dir,
         };
         for site in &shared.sites.load().all {
             shared.publish(&site.settings.name, &site.snapshot.load());
@@ -266,5 +326,39 @@ impl Shared {
         } else {
             Err(problems)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catalogs_reverse_dns_applies_unless_the_configuration_replaces_it() {
+        let catalog = Catalog::embedded().unwrap();
+        let defaults = reverse_dns_domains(&catalog, &[]);
+        assert_eq!(defaults["Googlebot"], ["googlebot.com", "google.com"]);
+        assert_eq!(
+            defaults["FeedFetcher-Google"],
+            ["google.com", "gae.googleusercontent.com"]
+        );
+        assert_eq!(defaults["bingbot"], ["search.msn.com"]);
+        assert_eq!(defaults["Applebot"], ["applebot.apple.com"]);
+        // No Google crawler trusts every googleusercontent.com name: any Cloud VM has one.
+        for (token, domains) in &defaults {
+            assert!(
+                !domains.iter().any(|d| d == "googleusercontent.com"),
+                "{token}: {domains:?}"
+            );
+        }
+        let configured = [
+            ("googlebot".to_owned(), vec!["googlebot.com".to_owned()]),
+            ("Bingbot".to_owned(), Vec::new()),
+        ];
+        let replaced = reverse_dns_domains(&catalog, &configured);
+        assert_eq!(replaced["googlebot"], ["googlebot.com"]);
+        assert!(!replaced.contains_key("Googlebot"));
+        assert!(!replaced.keys().any(|t| t.eq_ignore_ascii_case("bingbot")));
+        assert_eq!(replaced["Applebot"], ["applebot.apple.com"]);
     }
 }

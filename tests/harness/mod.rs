@@ -412,6 +412,22 @@ pub const GOOGLEBOT: &str =
     "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
 pub const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
 
+/// Runs `crawlgate explain --config CONFIG ARGS...`: its exit status and standard output (logs
+/// go to standard error, the explanation alone to standard output).
+pub fn explain(config: &Path, args: &[&str]) -> (i32, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_crawlgate"))
+        .arg("explain")
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
 /// Sends a request target exactly as given (HTTP clients resolve `..` before sending) and
 /// returns the status code.
 pub fn raw_get(port: u16, target: &str, host: &str, user_agent: &str) -> u16 {

@@ -2,6 +2,13 @@
 //! IP ranges or reverse-DNS domains is **verified** when the client address checks out,
 //! **spoofed** when it does not, and **unverifiable** when no method is configured for it or DNS
 //! gave no answer in time.
+//!
+//! Published ranges, once loaded, are the authority: an address outside them is spoofed, whatever
+//! its reverse DNS says (a PTR record is whatever the address's owner writes, and forward
+//! confirmation only proves that the owner controls both zones). Only an address of a family the
+//! list has no prefix of (an IPv6 client of an IPv4-only list) goes on to reverse DNS. Reverse DNS
+//! is not asked about loopback and private addresses: their names come from the local network,
+//! not from the crawler's operator.
 
 pub mod dns;
 pub mod ranges;
@@ -69,9 +76,14 @@ impl Verification {
 
     /// A verdict reached without looking, with a fixed reason (no allocation on the request path).
     pub fn fixed(result: Verified, detail: &'static str) -> Verification {
+        Self::fixed_by(result, "none", detail)
+    }
+
+    /// A verdict of `method` with a fixed reason.
+    fn fixed_by(result: Verified, method: &'static str, detail: &'static str) -> Verification {
         Verification {
             result,
-            method: "none",
+            method,
             detail: Cow::Borrowed(detail),
         }
     }
@@ -90,13 +102,17 @@ pub struct RangesEntry {
     pub set: ArcSwapOption<RangeSet>,
 }
 
+/// A map looked up on the request path (every crawler request): a fast hasher, as the
+/// matcher's.
+type FastMap<V> = foldhash::HashMap<String, V>;
+
 /// How crawlers are verified.
 #[derive(Debug, Default)]
 pub struct Verifier {
     /// By lower-cased token.
-    ranges: HashMap<String, Arc<RangesEntry>>,
+    ranges: FastMap<Arc<RangesEntry>>,
     /// By lower-cased token: the domains its reverse DNS names end in.
-    reverse_dns: HashMap<String, Arc<[String]>>,
+    reverse_dns: FastMap<Arc<[String]>>,
     dns: Option<DnsVerifier>,
 }
 
@@ -130,25 +146,27 @@ impl Verifier {
         self.dns.as_ref()
     }
 
-    /// Whether any method is configured for `token` (lower-cased).
-    pub fn covers(&self, token: &str) -> bool {
-        self.ranges.contains_key(token) || self.reverse_dns.contains_key(token)
-    }
-
-    /// Verifies that `addr` belongs to the crawler `token` (as the catalog writes it). With
-    /// `use_dns` false, reverse DNS is skipped and counts as unverifiable.
-    pub async fn verify(&self, token: &str, addr: IpAddr, use_dns: bool) -> Verification {
-        let key = token.to_ascii_lowercase();
-        let ranges = self.ranges.get(&key);
-        let domains = self.reverse_dns.get(&key);
+    /// Verifies that `addr` belongs to the crawler `token` (as the catalog writes it; `key` is
+    /// the same lower-cased). With `use_dns` false, reverse DNS is skipped and counts as
+    /// unverifiable. A crawler with no method, or a private address, costs two lookups and no
+    /// allocation.
+    pub async fn verify(
+        &self,
+        token: &str,
+        key: &str,
+        addr: IpAddr,
+        use_dns: bool,
+    ) -> Verification {
+        let ranges = self.ranges.get(key);
+        let domains = self.reverse_dns.get(key);
         if ranges.is_none() && domains.is_none() {
-            return Verification::new(
+            return Verification::fixed(
                 Verified::Unverifiable,
-                "none",
-                format!("no published ranges or reverse DNS are configured for {token}"),
+                "no published ranges or reverse DNS are known for this crawler",
             );
         }
-        let mut not_in_ranges = None;
+        // Why the ranges did not decide, when they are configured.
+        let mut ranges_said = None;
         if let Some(entry) = ranges {
             match entry.set.load_full() {
                 Some(set) if set.contains(addr) => {
@@ -161,31 +179,52 @@ impl Verifier {
                         ),
                     );
                 }
-                Some(_) => {
-                    not_in_ranges = Some(format!("{addr} is not in {token}'s published ranges"))
+                Some(set) if set.covers_family(addr) => {
+                    return Verification::new(
+                        Verified::Spoofed,
+                        "ranges",
+                        format!(
+                            "{addr} is outside {token}'s published ranges ({})",
+                            entry.file.display()
+                        ),
+                    );
                 }
-                None => {}
+                Some(_) => {
+                    ranges_said = Some(format!(
+                        "{token}'s published ranges list no {} prefixes",
+                        if addr.is_ipv4() { "IPv4" } else { "IPv6" }
+                    ))
+                }
+                None => ranges_said = Some(format!("{token}'s ranges file has not been read")),
             }
         }
-        let (Some(domains), Some(dns)) = (domains, self.dns.as_ref()) else {
-            return match not_in_ranges {
-                Some(detail) => Verification::new(Verified::Spoofed, "ranges", detail),
-                None => Verification::new(
-                    Verified::Unverifiable,
-                    "ranges",
-                    format!("{token}'s ranges file has not been read"),
-                ),
-            };
+        let Some(domains) = domains else {
+            let detail = ranges_said.unwrap_or_default();
+            return Verification::new(Verified::Unverifiable, "ranges", detail);
+        };
+        if !reverse_dns_can_vouch(addr) {
+            return Verification::fixed_by(
+                Verified::Unverifiable,
+                "reverse-dns",
+                "a loopback or private address: no reverse DNS name can vouch for it (is the proxy in front of crawlgate in trusted_proxies?)",
+            );
+        }
+        let Some(dns) = self.dns.as_ref() else {
+            return Verification::fixed_by(
+                Verified::Unverifiable,
+                "reverse-dns",
+                "no DNS resolver could be set up",
+            );
         };
         if !use_dns {
-            let why = not_in_ranges.map_or(String::new(), |d| format!("{d}; "));
+            let why = ranges_said.map_or(String::new(), |d| format!("{d}; "));
             return Verification::new(
                 Verified::Unverifiable,
                 "reverse-dns",
                 format!("{why}reverse DNS skipped"),
             );
         }
-        let crawler: Arc<str> = Arc::from(key.as_str());
+        let crawler: Arc<str> = Arc::from(key);
         let (outcome, cached) = dns.verify(addr, &crawler, domains).await;
         let cached = if cached { " (cached)" } else { "" };
         match outcome {
@@ -206,18 +245,50 @@ impl Verifier {
     }
 }
 
+/// Whether reverse DNS can say anything about `addr`: not for loopback, unspecified,
+/// private (RFC 1918, RFC 4193), link-local or shared (RFC 6598) addresses, whose PTR records
+/// the local network writes. A crawler never comes from one; a request that seems to usually
+/// came through a proxy that is not in `trusted_proxies`.
+pub fn reverse_dns_can_vouch(addr: IpAddr) -> bool {
+    match crate::proxy::client::canonical(addr) {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            !(v4.is_loopback()
+                || v4.is_unspecified()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_broadcast()
+                || (a == 100 && (64..128).contains(&b)))
+        }
+        IpAddr::V6(v6) => {
+            let first = v6.segments()[0];
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn verifier_with_ranges(json: &str) -> Verifier {
-        let entry = RangesEntry {
-            token: "Googlebot".into(),
-            file: "googlebot.json".into(),
+    fn entry(token: &str, json: &str) -> RangesEntry {
+        RangesEntry {
+            token: token.into(),
+            file: format!("{}.json", token.to_ascii_lowercase()).into(),
             url: None,
             set: ArcSwapOption::from_pointee(RangeSet::from_json(json.as_bytes()).unwrap()),
-        };
-        Verifier::new(vec![entry], HashMap::new(), None)
+        }
+    }
+
+    fn verifier_with_ranges(json: &str) -> Verifier {
+        Verifier::new(vec![entry("Googlebot", json)], HashMap::new(), None)
+    }
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
     }
 
     #[tokio::test]
@@ -226,26 +297,89 @@ mod tests {
             r#"{"prefixes": [{"ipv4Prefix": "66.249.64.0/19"}, {"ipv6Prefix": "2001:4860:4801::/48"}]}"#,
         );
         let ok = v
-            .verify("Googlebot", "66.249.66.1".parse().unwrap(), true)
+            .verify("Googlebot", "googlebot", ip("66.249.66.1"), true)
             .await;
         assert_eq!((ok.result, ok.method), (Verified::Verified, "ranges"));
         let ok6 = v
-            .verify("googlebot", "2001:4860:4801:10::1".parse().unwrap(), true)
+            .verify("Googlebot", "googlebot", ip("2001:4860:4801:10::1"), true)
             .await;
         assert_eq!(ok6.result, Verified::Verified);
         let fake = v
-            .verify("Googlebot", "203.0.113.9".parse().unwrap(), true)
+            .verify("Googlebot", "googlebot", ip("203.0.113.9"), true)
             .await;
         assert_eq!(fake.result, Verified::Spoofed);
         assert!(
-            fake.detail.contains("not in Googlebot's published ranges"),
+            fake.detail.contains("outside Googlebot's published ranges"),
             "{}",
             fake.detail
         );
         let other = v
-            .verify("Bingbot", "203.0.113.9".parse().unwrap(), true)
+            .verify("Bingbot", "bingbot", ip("203.0.113.9"), true)
             .await;
-        assert_eq!(other.result, Verified::Unverifiable);
-        assert!(v.covers("googlebot") && !v.covers("bingbot"));
+        assert_eq!(
+            (other.result, other.method),
+            (Verified::Unverifiable, "none")
+        );
+    }
+
+    #[tokio::test]
+    async fn loaded_ranges_are_the_authority_over_reverse_dns() {
+        // Domains configured too, and no resolver needed: outside the ranges is spoofed
+        // before any lookup could vouch for the address.
+        let domains = HashMap::from([("Googlebot".to_owned(), vec!["googlebot.com".to_owned()])]);
+        let ranges = entry(
+            "Googlebot",
+            r#"{"prefixes": [{"ipv4Prefix": "66.249.64.0/19"}]}"#,
+        );
+        let v = Verifier::new(vec![ranges], domains, None);
+        let outside = v
+            .verify("Googlebot", "googlebot", ip("35.1.2.3"), true)
+            .await;
+        assert_eq!(
+            (outside.result, outside.method),
+            (Verified::Spoofed, "ranges")
+        );
+        // An IPv6 client of an IPv4-only list is not refuted by it: reverse DNS decides (here
+        // there is no resolver, so it is unverifiable).
+        let v6 = v
+            .verify("Googlebot", "googlebot", ip("2001:db8::1"), true)
+            .await;
+        assert_eq!(
+            (v6.result, v6.method),
+            (Verified::Unverifiable, "reverse-dns")
+        );
+    }
+
+    #[tokio::test]
+    async fn private_addresses_are_not_looked_up() {
+        let domains = HashMap::from([("Googlebot".to_owned(), vec!["googlebot.com".to_owned()])]);
+        let v = Verifier::new(Vec::new(), domains, None);
+        for addr in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "192.168.0.9",
+            "::1",
+            "fd00::1",
+            "100.64.0.1",
+        ] {
+            let answer = v.verify("Googlebot", "googlebot", ip(addr), true).await;
+            assert_eq!(answer.result, Verified::Unverifiable, "{addr}");
+            assert!(
+                answer.detail.contains("private"),
+                "{addr}: {}",
+                answer.detail
+            );
+        }
+        for addr in [
+            "66.249.66.1",
+            "192.0.2.7",
+            "2001:4860::1",
+            "::ffff:66.249.66.1",
+        ] {
+            assert!(reverse_dns_can_vouch(ip(addr)), "{addr}");
+        }
+        for addr in ["::ffff:10.0.0.1", "169.254.1.1", "fe80::1", "0.0.0.0"] {
+            assert!(!reverse_dns_can_vouch(ip(addr)), "{addr}");
+        }
     }
 }

@@ -43,6 +43,9 @@ pub enum RangesError {
 pub struct RangeSet {
     intervals: Vec<(u128, u128)>,
     prefixes: usize,
+    /// Whether the list has IPv4 and IPv6 prefixes: a list says nothing of a family it has none of.
+    has_v4: bool,
+    has_v6: bool,
 }
 
 fn as_u128(addr: IpAddr) -> u128 {
@@ -73,6 +76,8 @@ impl RangeSet {
         RangeSet {
             intervals: merged,
             prefixes: networks.len(),
+            has_v4: networks.iter().any(|net| matches!(net, IpNet::V4(_))),
+            has_v6: networks.iter().any(|net| matches!(net, IpNet::V6(_))),
         }
     }
 
@@ -105,6 +110,16 @@ impl RangeSet {
         let value = as_u128(addr);
         let after = self.intervals.partition_point(|&(start, _)| start <= value);
         after > 0 && self.intervals[after - 1].1 >= value
+    }
+
+    /// Whether the list speaks for `addr`'s family: Bing, for one, publishes IPv4 prefixes
+    /// only, and an IPv6 address outside such a list is not thereby outside the crawler's
+    /// addresses.
+    pub fn covers_family(&self, addr: IpAddr) -> bool {
+        match crate::proxy::client::canonical(addr) {
+            IpAddr::V4(_) => self.has_v4,
+            IpAddr::V6(_) => self.has_v6,
+        }
     }
 
     /// How many prefixes the file listed.
@@ -143,6 +158,12 @@ mod tests {
         assert!(!set.contains(ip("2001:4860:4801:11::1")));
         assert!(set.contains(ip("::ffff:66.249.64.5")));
         assert!(!set.contains(ip("0.0.0.0")));
+        assert!(set.covers_family(ip("203.0.113.1")) && set.covers_family(ip("2001:db8::1")));
+        let v4_only =
+            RangeSet::from_json(br#"{"prefixes": [{"ipv4Prefix": "157.55.39.0/24"}]}"#).unwrap();
+        assert!(v4_only.covers_family(ip("203.0.113.1")));
+        assert!(v4_only.covers_family(ip("::ffff:203.0.113.1")));
+        assert!(!v4_only.covers_family(ip("2001:db8::1")));
     }
 
     #[test]
