@@ -8,9 +8,12 @@ use super::config::CrawlDelayMode;
 use super::politeness::{Pace, Subject};
 use super::site::{Site, Snapshot};
 use super::state::Shared;
+use super::ua_memo::Class;
 use super::verify::{Verification, Verified};
 use crate::agent::Identity;
+use crate::crawlers::Crawler;
 use crate::policy::{self, Action, Outcome, Requester, VerdictLabel};
+use crate::robots::{path, Selected};
 use serde::Serialize;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
@@ -72,10 +75,15 @@ pub struct Decision {
     pub decided_by_previous: Option<Arc<Snapshot>>,
     /// The client address used.
     pub client: IpAddr,
-    /// The metric label of the requester (`GPTBot`, `unnamed`, `person`).
+    /// The metric label of the requester (`GPTBot`, `MJ12bot`, `unnamed`, `person`).
     pub bot: Arc<str>,
     /// The product token robots.txt is asked about (`""` for `*`).
     pub token: Arc<str>,
+    /// Its row of the site's crawler table (in `snapshot`), or a person.
+    pub class: Class,
+    /// The groups it is judged by in the snapshot in force (its own, its operator's fallback's,
+    /// `*`, or none).
+    pub selected: Selected,
     /// The category label.
     pub category: &'static str,
     /// Whether it is a crawler.
@@ -101,6 +109,15 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// The crawler's row of the site's table; `None` for a person.
+    pub fn crawler(&self) -> Option<&Crawler> {
+        match self.class {
+            Class::Crawler(index) => self.snapshot.crawlers.get(index),
+            Class::Unnamed => Some(self.snapshot.crawlers.unnamed()),
+            Class::Person => None,
+        }
+    }
+
     /// The deciding rule.
     pub fn rule(&self) -> Option<&crate::robots::Rule> {
         let snapshot = self.decided_by_previous.as_ref().unwrap_or(&self.snapshot);
@@ -108,9 +125,10 @@ impl Decision {
     }
 }
 
-/// Whether a request path is the robots.txt file itself (whatever its query).
-pub fn is_robots_txt(path_and_query: &str) -> bool {
-    path_and_query.split('?').next() == Some("/robots.txt")
+/// Whether a request target is the robots.txt file itself (whatever its query, however it is
+/// percent-encoded): [`path::is_robots_txt`] on the normalised path.
+pub fn is_robots_txt(target: &str) -> bool {
+    path::is_robots_txt(&path::normalize(path::path_and_query(target).as_bytes()))
 }
 
 /// Decides a request, or `None` when no site serves its host.
@@ -121,44 +139,47 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     let client = global.trusted.client_of(peer, &facts.forwarding);
     let snapshot = site.snapshot.load_full();
     let identity = snapshot.classify(facts.user_agent);
-    let bot = snapshot.bot_label(&identity).clone();
+    let crawler = snapshot.crawler(&identity);
     let robots_txt = is_robots_txt(facts.path);
     let site_name = &site.name;
-    let (token, token_lower) = snapshot.token(&identity);
-    let (token, token_lower) = (token.clone(), token_lower.clone());
-
-    let (requester, category) = match identity {
-        Identity::Crawler { agent, .. } => (Requester::Crawler, agent.category.as_str()),
-        Identity::Unnamed => (Requester::Crawler, "unnamed"),
-        Identity::Person => (Requester::Person, "person"),
+    let class = match identity {
+        Identity::Crawler { index, .. } => Class::Crawler(index),
+        Identity::Unnamed => Class::Unnamed,
+        Identity::Person => Class::Person,
     };
-    let verification = match identity {
-        Identity::Crawler { agent, .. } if global.verifier.covers(&token_lower) => {
+    let (requester, category) = match crawler {
+        Some(crawler) => (Requester::Crawler, crawler.category.as_str()),
+        None => (Requester::Person, "person"),
+    };
+    let verification = match (identity, crawler) {
+        (Identity::Crawler { agent, .. }, Some(crawler))
+            if global.verifier.covers(&crawler.token_lower) =>
+        {
             global
                 .verifier
                 .verify(&agent.token, client, mode.use_dns)
                 .await
         }
-        Identity::Crawler { .. } => Verification::fixed(
+        (Identity::Crawler { .. }, _) => Verification::fixed(
             Verified::Unverifiable,
             "no published ranges or reverse DNS are configured for this crawler",
         ),
-        Identity::Unnamed => Verification::fixed(
+        (Identity::Unnamed, _) => Verification::fixed(
             Verified::Unverifiable,
             "an unnamed crawler claims no identity",
         ),
-        Identity::Person => Verification::none(),
+        (Identity::Person, _) => Verification::none(),
     };
     let spoofed = verification.result == Verified::Spoofed;
     // A fake Googlebot is not Googlebot: robots.txt is read for it as for any unnamed crawler,
     // and its politeness state is its own address's, not Googlebot's.
-    let token = if spoofed {
-        snapshot.token(&Identity::Unnamed).0.clone()
-    } else {
-        token
+    let unnamed = snapshot.crawlers.unnamed();
+    let judged = match crawler {
+        Some(crawler) if !spoofed => crawler,
+        _ => unnamed,
     };
     let subject = match (&identity, spoofed) {
-        (Identity::Crawler { .. }, false) => Subject::Crawler(token_lower),
+        (Identity::Crawler { .. }, false) => Subject::Crawler(judged.token_lower.clone()),
         _ => Subject::Client(client),
     };
 
@@ -167,14 +188,19 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
         snapshot: snapshot.clone(),
         decided_by_previous: None,
         client,
-        bot,
-        token,
+        bot: crawler.map_or_else(
+            || snapshot.crawlers.person_label().clone(),
+            |c| c.label.clone(),
+        ),
+        token: judged.token.clone(),
+        class,
+        selected: judged.selected,
         category,
         crawler: requester == Requester::Crawler,
         verification,
         verdict: VerdictLabel::Exempt,
         rule: None,
-        action: snapshot.action(&identity),
+        action: crawler.map_or(site.settings.action, |c| c.action),
         outcome: Outcome::Forwarded,
         robots_txt,
         robots_unread: false,
@@ -198,7 +224,9 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     decision.robots_unread =
         last_fetch.is_none_or(|at| now.duration_since(at).unwrap_or_default() > window);
 
-    let verdict = snapshot.robots.check(&decision.token, facts.path);
+    let verdict = snapshot
+        .robots
+        .check_selected(decision.selected, facts.path);
     decision.rule = verdict.rule_index;
     decision.verdict = if verdict.allowed {
         VerdictLabel::Allowed
@@ -207,13 +235,7 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     };
     if !verdict.allowed {
         if let Some((previous, rule)) = grace(
-            &site,
-            &snapshot,
-            &decision.token,
-            facts.path,
-            last_fetch,
-            now,
-            shared,
+            &site, &snapshot, judged, facts.path, last_fetch, now, shared,
         ) {
             decision.verdict = VerdictLabel::Grace;
             decision.rule = rule;
@@ -236,7 +258,7 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     if delay_mode != CrawlDelayMode::Off && forwarded {
         if let Some(delay) = snapshot
             .robots
-            .crawl_delay(&decision.token)
+            .crawl_delay_selected(decision.selected)
             .filter(|d| !d.is_zero())
         {
             let pace = politeness.pace(site_name, &subject, delay, Instant::now(), mode.record);
@@ -277,7 +299,7 @@ fn ceil_seconds(wait: Duration) -> u64 {
 fn grace(
     site: &Site,
     current: &Snapshot,
-    token: &str,
+    crawler: &Crawler,
     path: &str,
     last_fetch: Option<SystemTime>,
     now: SystemTime,
@@ -293,7 +315,9 @@ fn grace(
     if fetched < previous.loaded_at {
         return None;
     }
-    let verdict = previous.robots.check(token, path);
+    let verdict = previous
+        .robots
+        .check_selected(crawler.select_in(&previous.robots), path);
     let rule = verdict.rule_index;
     verdict.allowed.then_some((previous, rule))
 }
