@@ -117,8 +117,8 @@ pub enum Matching {
     /// Only as the header's first product: a word that browsers and apps also carry elsewhere
     /// in their headers (`Java`, `Ruby`, `Dart`).
     FirstProduct,
-    /// Only where it names a product: the header's first product, a product with a version
-    /// (`Name/1.0`), or an item of a `compatible` comment (`(compatible; Name; +http://…)`),
+    /// Only where it names a product: the header's first or last product, a product with a
+    /// version (`Name/1.0`), or an item of a `compatible` comment (`(compatible; Name; …)`),
     /// never inside a browser's platform comment: for names imported from public lists, which
     /// are less vetted than the curated ones (`Butterfly` is a crawler and an HTC phone).
     Product,
@@ -237,6 +237,7 @@ pub const BROWSER_VOCABULARY: &[&str] = &[
     "Netscape",
     "NT",
     "Obigo",
+    "Odin",
     "Opera",
     "OPR",
     "OS",
@@ -297,7 +298,8 @@ fn names_a_phone(header: &[u8]) -> bool {
 pub enum Signal {
     /// A crawler word naming a product (`FooBot/1.0`, `my-web-crawler`).
     Word,
-    /// A URL (`+https://example.com/bot.html`), as crawlers give for their operator.
+    /// A URL in a `compatible` comment (`(compatible; Name/1.0; +https://example.com/)`), as
+    /// crawlers give for their operator.
     Url,
     /// An e-mail address (`crawler@example.com`), as crawlers give for their operator.
     Email,
@@ -308,7 +310,7 @@ impl Signal {
     pub fn describe(self) -> &'static str {
         match self {
             Signal::Word => "a crawler word (bot, crawler, spider, scraper) naming a product",
-            Signal::Url => "a URL",
+            Signal::Url => "a URL in a `compatible` comment",
             Signal::Email => "an e-mail address",
         }
     }
@@ -474,6 +476,11 @@ impl Shape {
         if start == self.first || header.get(end) == Some(&b'/') {
             return true;
         }
+        // The last product of the header, outside any comment: `… Safari/537.36 Hardenize`.
+        let last = header[end..].iter().all(|&b| b == b' ' || b == b';');
+        if last && depth(&header[..start]) == 0 {
+            return true;
+        }
         // An item of a `compatible` comment: `(compatible; Name; …)`.
         let Some(open) = header[..start].iter().rposition(|&b| b == b'(') else {
             return false;
@@ -481,16 +488,36 @@ impl Shape {
         let inside = &header[open + 1..start];
         let before = inside.iter().rposition(|&b| b != b' ');
         let after = header[end..].iter().find(|&&b| b != b' ');
-        !inside.contains(&b')')
-            && before.is_some_and(|at| inside[at] == b';')
+        before.is_some_and(|at| inside[at] == b';')
             && after.is_none_or(|b| matches!(b, b';' | b')' | b'+' | b','))
+            && self.in_compatible_comment(header, start)
+    }
+
+    /// Whether `header[at]` is inside a comment that opens with `compatible` (and is not a
+    /// browser's platform comment).
+    fn in_compatible_comment(&self, header: &[u8], at: usize) -> bool {
+        let Some(open) = header[..at].iter().rposition(|&b| b == b'(') else {
+            return false;
+        };
+        let inside = &header[open + 1..at];
+        !inside.contains(&b')')
             && starts_with_ignore_case(trim_start(inside), b"compatible")
+            && !self.in_platform(at)
     }
 
     fn in_platform(&self, at: usize) -> bool {
         self.platform
             .is_some_and(|(open, close)| at > open && at < close)
     }
+}
+
+/// How many comments are open at the end of `text`.
+fn depth(text: &[u8]) -> usize {
+    text.iter().fold(0usize, |depth, &b| match b {
+        b'(' => depth + 1,
+        b')' => depth.saturating_sub(1),
+        _ => depth,
+    })
 }
 
 fn starts_with_ignore_case(text: &[u8], prefix: &[u8]) -> bool {
@@ -550,8 +577,9 @@ fn is_whole(header: &[u8], start: usize, end: usize) -> bool {
 
 /// A crawler word at `header[start..end]` names a product when it begins or ends a word (a
 /// neighbour that is not a letter: `FooBot`, `Bot-Name`, `web-crawler`, not `OrangeBotswana`),
-/// and, inside a browser's platform comment, only when its product has a version
-/// (`Yahoo-MMCrawler/4.0`, not the phone `Cubot X50`).
+/// and, inside a browser's platform comment, only when its product has a version or is a whole
+/// item of the comment (`Yahoo-MMCrawler/4.0`, `; MSIECrawler)`; not the phones `Cubot X50` and
+/// `Spider 8 Build/O11019`).
 fn word_counts(header: &[u8], shape: &Shape, start: usize, end: usize) -> bool {
     let begins = start == 0 || !header[start - 1].is_ascii_alphabetic();
     let ends = header.get(end).is_none_or(|b| !b.is_ascii_alphabetic());
@@ -565,11 +593,14 @@ fn word_counts(header: &[u8], shape: &Shape, start: usize, end: usize) -> bool {
         .iter()
         .position(|&b| !(is_token_byte(b) || b.is_ascii_digit()))
         .map_or(header.len(), |n| end + n);
-    header.get(product_end) == Some(&b'/')
+    let after = header[product_end..].iter().find(|&&b| b != b' ');
+    header.get(product_end) == Some(&b'/') || matches!(after, Some(b';' | b')'))
 }
 
-/// A URL: `http://` or `https://` whose `://` is at `at`, not opening the header (a phone's
-/// profile URL) and not inside a browser's platform comment.
+/// A URL: `http://` or `https://` whose `://` is at `at`, inside a `compatible` comment, as
+/// crawlers give their operator's page (`(compatible; Name/1.0; +http://…)`). Apps put their
+/// home page in their headers too (`gPodder/3.7.0 (+http://gpodder.org/)`), so a URL elsewhere
+/// is no signal.
 fn url_at(header: &[u8], shape: &Shape, at: usize) -> bool {
     let before = &header[..at];
     let scheme = if before.len() >= 5 && before[before.len() - 5..].eq_ignore_ascii_case(b"https") {
@@ -583,6 +614,7 @@ fn url_at(header: &[u8], shape: &Shape, at: usize) -> bool {
     start > shape.first
         && (start == 0 || !header[start - 1].is_ascii_alphanumeric())
         && !shape.in_platform(at)
+        && shape.in_compatible_comment(header, start)
 }
 
 /// An e-mail address whose `@` is at `at`: a local part before it, a dotted domain after it,
@@ -973,7 +1005,7 @@ mod tests {
         let c = classifier();
         let why = |ua: &str| c.classify_why(ua.as_bytes());
         assert_eq!(
-            why("findlinks/2.0 (+http://wortschatz.uni-leipzig.de/findlinks/)"),
+            why("Mozilla/5.0 (compatible; Plukkie/1.6; http://www.plukkie.com/robots.html)"),
             (Identity::Unnamed, Some(Signal::Url))
         );
         assert_eq!(
@@ -984,6 +1016,9 @@ mod tests {
             // A URL in a modified phone's platform comment, a phone's profile URL.
             "Mozilla/5.0 (Linux; U; Android WP7; de-de; GT-S5830 - Forum: http://forumgalaxyace.fora24.pl Build/GRWK74) AppleWebKit/533.1 (KHTML, like Gecko) Version/4.0 Mobile Safari/533.1",
             "Http://Atamg.wup.ru/SAMSUNG-GT-S5233T/S5233TXEJF1 SHP/VPP/R5 Jasmine/0.8",
+            // Apps that give their home page.
+            "gPodder/3.7.0 (+http://gpodder.org/)",
+            "Liferea/0.x.x (Linux; en_US.UTF-8; http://liferea.sf.net/)",
             // An app's header carrying its user's account.
             "(Android)(15)(someone@gmail.com)(HTC Desire C)(com.example.app)",
             "user@localhost",
@@ -1014,7 +1049,7 @@ mod tests {
         assert_eq!(token(c.classify(b"FooCrawler/1.0")), Some("FooCrawler"));
         assert_eq!(c.classify(b"BarAgent/2.0"), Identity::Person);
         assert_eq!(
-            token(c.classify(b"BarAgent/2.0 (+https://bar.example/agent)")),
+            token(c.classify(b"Mozilla/5.0 (compatible; BarAgent/2.0; +https://bar.example/agent)")),
             Some("BarAgent")
         );
         // Mozilla never names a crawler, even one with a signal: an unnamed crawler follows `*`.

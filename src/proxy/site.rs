@@ -393,7 +393,7 @@ mod tests {
         assert_eq!((&*foo.label, foo.action), ("FooCrawler", Action::Block));
         // A token only the configuration names needs a crawler signal, like any site token.
         assert!(row(b"BarAgent").is_none());
-        let bar = row(b"BarAgent/1.0 (+https://bar.example)").unwrap();
+        let bar = row(b"BarAgent/1.0 (compatible; +https://bar.example)").unwrap();
         assert_eq!((&*bar.label, bar.action), ("BarAgent", Action::Tag));
         let gpt = row(b"Mozilla/5.0 (compatible; GPTBot/1.2)").unwrap();
         assert_eq!((&*gpt.label, gpt.action), ("GPTBot", Action::Count));
