@@ -1049,7 +1049,9 @@ mod tests {
         assert_eq!(token(c.classify(b"FooCrawler/1.0")), Some("FooCrawler"));
         assert_eq!(c.classify(b"BarAgent/2.0"), Identity::Person);
         assert_eq!(
-            token(c.classify(b"Mozilla/5.0 (compatible; BarAgent/2.0; +https://bar.example/agent)")),
+            token(
+                c.classify(b"Mozilla/5.0 (compatible; BarAgent/2.0; +https://bar.example/agent)")
+            ),
             Some("BarAgent")
         );
         // Mozilla never names a crawler, even one with a signal: an unnamed crawler follows `*`.

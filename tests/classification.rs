@@ -86,7 +86,9 @@ fn classification_rates_on_real_labelled_user_agents() {
     for (p, why) in &relabelled {
         let row = crawlers
             .row(&crawlers.classify(p.user_agent.as_bytes()))
-            .map_or("person".to_owned(), |c| format!("{} ({})", c.name, c.category));
+            .map_or("person".to_owned(), |c| {
+                format!("{} ({})", c.name, c.category)
+            });
         println!("      {row:<40} {}: {why}", p.user_agent);
     }
     println!(
