@@ -170,33 +170,33 @@ mod tests {
 
     #[test]
     fn overrides_then_categories_then_defaults() {
+        let check = |actions: &Actions, cases: &[(&str, &str, Category, Action)]| {
+            for &(token, name, category, want) in cases {
+                assert_eq!(actions.for_crawler(token, name, category), want, "{name}");
+            }
+        };
         let mut actions = Actions::for_site(Tag);
-        assert_eq!(
-            actions.for_crawler("okhttp", "okhttp", Category::HttpLibrary),
-            Count
-        );
-        assert_eq!(
-            actions.for_crawler("GPTBot", "GPTBot", Category::AiTraining),
-            Tag
+        check(
+            &actions,
+            &[
+                ("okhttp", "okhttp", Category::HttpLibrary, Count),
+                ("GPTBot", "GPTBot", Category::AiTraining, Tag),
+            ],
         );
         actions.categories.insert(Category::AiTraining, Block);
         actions.categories.insert(Category::HttpLibrary, Block);
         actions.crawlers.insert("ccbot".into(), Count);
         actions.crawlers.insert("mj12bot".into(), Count);
-        assert_eq!(
-            actions.for_crawler("GPTBot", "GPTBot", Category::AiTraining),
-            Block
+        check(
+            &actions,
+            &[
+                ("GPTBot", "GPTBot", Category::AiTraining, Block),
+                ("CCBot", "CCBot", Category::AiTraining, Count),
+                ("MJ", "MJ12bot", Category::Seo, Count),
+                ("curl", "curl", Category::HttpLibrary, Block),
+                ("", "", Category::Unnamed, Tag),
+            ],
         );
-        assert_eq!(
-            actions.for_crawler("CCBot", "CCBot", Category::AiTraining),
-            Count
-        );
-        assert_eq!(actions.for_crawler("MJ", "MJ12bot", Category::Seo), Count);
-        assert_eq!(
-            actions.for_crawler("curl", "curl", Category::HttpLibrary),
-            Block
-        );
-        assert_eq!(actions.for_crawler("x", "x", Category::Unnamed), Tag);
     }
 
     #[test]

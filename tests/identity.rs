@@ -482,21 +482,6 @@ fn memory_stays_bounded_under_many_distinct_clients() {
     assert!(tracked >= 1.0, "{metrics}");
 }
 
-fn explain(config: &std::path::Path, args: &[&str]) -> (i32, String) {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_crawlgate"))
-        .arg("explain")
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .output()
-        .unwrap();
-    // Logs go to standard error; the explanation alone is on standard output.
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-    )
-}
-
 #[test]
 fn explain_prints_the_whole_decision() {
     let dir = tempfile::tempdir().unwrap();

@@ -187,21 +187,9 @@ fn explain_names_the_group_a_crawler_obeys() {
     )
     .unwrap();
     let explain = |ua: &str, url: &str| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_crawlgate"))
-            .args([
-                "explain",
-                "--config",
-                config.to_str().unwrap(),
-                "--ip",
-                "10.0.0.1",
-                "--no-dns",
-                "--ua",
-                ua,
-                url,
-            ])
-            .output()
-            .unwrap();
-        String::from_utf8(output.stdout).unwrap()
+        let (code, out) = explain(&config, &["--ip", "10.0.0.1", "--no-dns", "--ua", ua, url]);
+        assert_eq!(code, 0, "{out}");
+        out
     };
     let out = explain("Googlebot-Image/1.0", "https://example.com/photo.jpg");
     assert!(

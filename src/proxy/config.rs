@@ -1384,25 +1384,30 @@ mod tests {
         );
     }
 
+    /// Checks the actions the only site of `text` takes on crawlers (token, name, category);
+    /// returns the site.
+    fn assert_actions(text: &str, cases: &[(&str, &str, Category, Action)]) -> SiteSettings {
+        let site = parse(text).unwrap().sites.remove(0);
+        let actions = site.actions();
+        for &(token, name, category, want) in cases {
+            assert_eq!(actions.for_crawler(token, name, category), want, "{name}");
+        }
+        site
+    }
+
     #[test]
     fn per_bot_actions_are_case_insensitive() {
         let text = MINIMAL.replace(
             "    robots:",
             "    action: count\n    bots: {GPTBot: block, MJ12bot: tag}\n    robots:",
         );
-        let site = &parse(&text).unwrap().sites[0];
-        let actions = site.actions();
-        assert_eq!(
-            actions.for_crawler("GPTBot", "GPTBot", Category::AiTraining),
-            Action::Block
-        );
-        assert_eq!(
-            actions.for_crawler("CCBot", "CCBot", Category::AiTraining),
-            Action::Count
-        );
-        assert_eq!(
-            actions.for_crawler("MJ", "MJ12bot", Category::Seo),
-            Action::Tag
+        let site = assert_actions(
+            &text,
+            &[
+                ("gptbot", "GPTBot", Category::AiTraining, Action::Block),
+                ("CCBot", "CCBot", Category::AiTraining, Action::Count),
+                ("MJ", "MJ12bot", Category::Seo, Action::Tag),
+            ],
         );
         // A catalog name is a key, but only product tokens name crawlers of the site's own.
         assert_eq!(site.bot_tokens, ["GPTBot"]);
@@ -1414,28 +1419,22 @@ mod tests {
             "    robots:",
             "    categories: {ai-training: block, seo: tag, http-library: count}\n    robots:",
         );
-        let site = &parse(&text).unwrap().sites[0];
-        let actions = site.actions();
-        assert_eq!(
-            actions.for_crawler("SemrushBot", "SemrushBot", Category::Seo),
-            Action::Tag
-        );
-        assert_eq!(
-            actions.for_crawler("curl", "curl", Category::HttpLibrary),
-            Action::Count
+        assert_actions(
+            &text,
+            &[
+                ("SemrushBot", "SemrushBot", Category::Seo, Action::Tag),
+                ("curl", "curl", Category::HttpLibrary, Action::Count),
+            ],
         );
         // The default: http-library is counted, everything else gets the site's action.
-        let site = &parse(MINIMAL).unwrap().sites[0];
+        let site = assert_actions(
+            MINIMAL,
+            &[
+                ("okhttp", "okhttp", Category::HttpLibrary, Action::Count),
+                ("GPTBot", "GPTBot", Category::AiTraining, Action::Block),
+            ],
+        );
         assert!(site.category_actions.is_empty());
-        let actions = site.actions();
-        assert_eq!(
-            actions.for_crawler("okhttp", "okhttp", Category::HttpLibrary),
-            Action::Count
-        );
-        assert_eq!(
-            actions.for_crawler("GPTBot", "GPTBot", Category::AiTraining),
-            Action::Block
-        );
         let bad = MINIMAL.replace(
             "    robots:",
             "    categories: {robots: block}\n    robots:",

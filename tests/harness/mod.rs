@@ -432,3 +432,19 @@ pub fn raw_get(port: u16, target: &str, host: &str, user_agent: &str) -> u16 {
         .and_then(|code| code.parse().ok())
         .unwrap_or(0)
 }
+
+/// Runs `crawlgate explain --config CONFIG ARGS...`: its exit code and standard output.
+pub fn explain(config: &std::path::Path, args: &[&str]) -> (i32, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_crawlgate"))
+        .arg("explain")
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .output()
+        .unwrap();
+    // Logs go to standard error; the explanation alone is on standard output.
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
