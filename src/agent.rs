@@ -333,6 +333,10 @@ pub enum Identity<'a> {
     Person,
 }
 
+/// How many places that may hold a signal one scan remembers; a header with more is scanned
+/// again for signals alone, if they matter.
+const MAX_CANDIDATES: usize = 8;
+
 /// What one pattern of the automaton stands for.
 #[derive(Debug, Clone)]
 struct Pattern {
@@ -427,9 +431,33 @@ fn signal_texts() -> impl Iterator<Item = &'static str> {
 struct Shape {
     /// Where the first product starts (after leading white space).
     first: usize,
-    /// The platform comment of a `Mozilla/…` header, `(` to `)` (exclusive), unless it opens
-    /// with `compatible`.
+    /// The platform comment of a `Mozilla/…` header (see [`platform_comment`]).
     platform: Option<(usize, usize)>,
+}
+
+/// Where the platform comment of a `Mozilla/x.y (…)` header whose first product starts at
+/// `first` opens and closes: the comment right after the version, unless it is a crawler's
+/// `(compatible; Googlebot/2.1; …)` (Internet Explorer's own is `(compatible; MSIE 8.0; …)`).
+fn platform_comment(header: &[u8], first: usize) -> Option<(usize, usize)> {
+    let rest = &header[first..];
+    if !starts_with_ignore_case(rest, b"mozilla/") {
+        return None;
+    }
+    let after_version = rest[8..]
+        .iter()
+        .position(|b| !(b.is_ascii_digit() || *b == b'.' || *b == b' '))?;
+    let open = first + 8 + after_version;
+    if header.get(open) != Some(&b'(') {
+        return None;
+    }
+    let close = header[open..]
+        .iter()
+        .position(|&b| b == b')')
+        .map_or(header.len(), |end| open + end);
+    let inside = &header[open + 1..close];
+    let crawlers = starts_with_ignore_case(trim_start(inside), b"compatible")
+        && !contains_ignore_case(inside, b"msie");
+    (!crawlers).then_some((open, close))
 }
 
 impl Shape {
@@ -438,34 +466,10 @@ impl Shape {
             .iter()
             .position(|b| !matches!(b, b' ' | b'\t'))
             .unwrap_or(header.len());
-        let rest = &header[first..];
-        let platform = (rest.len() > 8 && rest[..8].eq_ignore_ascii_case(b"mozilla/"))
-            .then(|| {
-                let after_version = rest[8..]
-                    .iter()
-                    .position(|b| !(b.is_ascii_digit() || *b == b'.' || *b == b' '))?;
-                let open = first + 8 + after_version;
-                (header.get(open) == Some(&b'('))
-                    .then(|| {
-                        let close = header[open..]
-                            .iter()
-                            .position(|&b| b == b')')
-                            .map_or(header.len(), |end| open + end);
-                        let inside = &header[open + 1..close];
-                        let start = inside
-                            .iter()
-                            .position(|&b| b != b' ')
-                            .unwrap_or(inside.len());
-                        // `(compatible; Googlebot/2.1; …)` is a crawler's comment; Internet
-                        // Explorer's own platform comment is `(compatible; MSIE 8.0; …)`.
-                        let compatible = starts_with_ignore_case(&inside[start..], b"compatible")
-                            && !contains_ignore_case(inside, b"msie");
-                        (!compatible).then_some((open, close))
-                    })
-                    .flatten()
-            })
-            .flatten();
-        Shape { first, platform }
+        Shape {
+            first,
+            platform: platform_comment(header, first),
+        }
     }
 
     /// Whether `header[start..end]` names a product (see [`Matching::Product`]).
@@ -704,9 +708,10 @@ impl Classifier {
     /// pattern matching there is the token that spans the whole run, if any does. Matches that
     /// stop inside a run are not whole and are skipped.
     ///
-    /// The same scan sees every signal unless a token match that stops inside a run hides a
-    /// crawler word (`xbo` in `xbot`); only then, and only when a signal matters, are the
-    /// signals looked for again, alone.
+    /// The same scan finds where signals may be; they are weighed only when they matter (no
+    /// known token decides), and looked for again, alone, only when a token match that stops
+    /// inside a run may hide a crawler word (`xbo` in `xbot`) or the header holds more such
+    /// places than one scan remembers.
     pub fn classify(&self, user_agent: &[u8]) -> Identity<'_> {
         self.classify_why(user_agent).0
     }
@@ -717,19 +722,30 @@ impl Classifier {
         let shape = Shape::of(user_agent);
         let mut best: Option<(usize, usize)> = None;
         let mut best_with_signal: Option<(usize, usize)> = None;
-        let mut seen = Seen::default();
-        let mut partial = false;
+        // Where signals may be, weighed only if they turn out to matter (no known token decides).
+        let mut candidates = [(0usize, 0usize); MAX_CANDIDATES];
+        let mut count = 0;
+        let mut rescan = false;
         for found in self.automaton.find_iter(user_agent) {
             let Some(pattern) = self.patterns.get(found.pattern().as_usize()) else {
                 continue;
             };
             let (start, end) = (found.start(), found.end());
-            seen.add(pattern, user_agent, &shape, start);
+            if pattern.mark.is_some() || !pattern.words.is_empty() {
+                match candidates.get_mut(count) {
+                    Some(slot) => {
+                        *slot = (found.pattern().as_usize(), start);
+                        count += 1;
+                    }
+                    None => rescan = true,
+                }
+            }
             let Some(index) = pattern.agent else {
                 continue;
             };
             if !is_whole(user_agent, start, end) {
-                partial = true;
+                // A match that stops inside a run may hide a crawler word (`xbo` in `xbot`).
+                rescan = true;
                 continue;
             }
             let Some(agent) = self.agents.get(index) else {
@@ -760,10 +776,18 @@ impl Classifier {
         if !signal_matters {
             return (self.crawler(best), None);
         }
-        let signal = match seen.signal(user_agent) {
-            None if partial => self.rescan(user_agent, &shape).signal(user_agent),
-            signal => signal,
+        let seen = if rescan {
+            self.rescan(user_agent, &shape)
+        } else {
+            let mut seen = Seen::default();
+            for &(pattern, start) in &candidates[..count] {
+                if let Some(pattern) = self.patterns.get(pattern) {
+                    seen.add(pattern, user_agent, &shape, start);
+                }
+            }
+            seen
         };
+        let signal = seen.signal(user_agent);
         match (signal, best_with_signal) {
             (Some(signal), Some(own)) if best.is_none_or(|(_, len)| own.1 > len) => {
                 (self.crawler(Some(own)), Some(signal))

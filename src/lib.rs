@@ -20,7 +20,7 @@
 //! - [`policy`]: who asks × robots.txt's verdict × configured action (per crawler, per
 //!   category) → what happens. Pure.
 //! - [`catalog`] (feature `cli`): the crawler catalog (`conf/bots.yaml`, and the entries
-//!   imported from public lists in `conf/bots-imported.yaml`).
+//!   imported from public lists in `conf/catalog/bots-imported.yaml`).
 //! - [`crawlers`] (feature `cli`): a site's crawler table (token, name, category, action,
 //!   verification, the groups each obeys), which the proxy, `explain` and `audit` share.
 //! - [`audit`] (feature `cli`): access logs → what each crawler did, replayed against robots.txt.

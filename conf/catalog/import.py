@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerates conf/bots-imported.yaml, the imported part of crawlgate's crawler catalog.
+"""Regenerates conf/catalog/bots-imported.yaml, the imported part of crawlgate's crawler catalog.
 
 Sources (both MIT-licensed; their licences are in this folder):
   - ai-robots-txt/ai.robots.txt, robots.json: AI crawlers, with operator and function;
@@ -8,7 +8,7 @@ Sources (both MIT-licensed; their licences are in this folder):
 
 Usage, with a git checkout (or a bare git directory) of each:
 
-    conf/catalog/import.py --ai-robots PATH --crawler-user-agents PATH [--out conf/bots-imported.yaml]
+    conf/catalog/import.py --ai-robots PATH --crawler-user-agents PATH [--out conf/catalog/bots-imported.yaml]
 
 Each source entry becomes a catalog entry when a product token can be read from it: for
 crawler-user-agents, the run of [A-Za-z_-] where the entry's own pattern matches, agreed on by
@@ -233,7 +233,7 @@ def main():
     parser.add_argument("--ai-robots", required=True, help="ai-robots-txt/ai.robots.txt checkout")
     parser.add_argument("--crawler-user-agents", required=True,
                         help="monperrus/crawler-user-agents checkout")
-    parser.add_argument("--out", default=str(ROOT / "conf" / "bots-imported.yaml"))
+    parser.add_argument("--out", default=str(ROOT / "conf" / "catalog" / "bots-imported.yaml"))
     args = parser.parse_args()
     vocabulary = browser_vocabulary()
     robots_text, robots_commit = git_file(args.ai_robots, "robots.json")

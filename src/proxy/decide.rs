@@ -126,9 +126,16 @@ impl Decision {
 }
 
 /// Whether a request target is the robots.txt file itself (whatever its query, however it is
-/// percent-encoded): [`path::is_robots_txt`] on the normalised path.
+/// percent-encoded): [`path::is_robots_txt`] on the normalised path. Every request asks, so a
+/// path without escapes is compared as it is: normalising it could only add escapes, and
+/// `/robots.txt` has none.
 pub fn is_robots_txt(target: &str) -> bool {
-    path::is_robots_txt(&path::normalize(path::path_and_query(target).as_bytes()))
+    let target = path::path_and_query(target);
+    let raw_path = target.split('?').next().unwrap_or_default();
+    if !raw_path.contains('%') {
+        return raw_path == "/robots.txt";
+    }
+    path::is_robots_txt(&path::normalize(target.as_bytes()))
 }
 
 /// Decides a request, or `None` when no site serves its host.
@@ -320,4 +327,33 @@ fn grace(
         .check_selected(crawler.select_in(&previous.robots), path);
     let rule = verdict.rule_index;
     verdict.allowed.then_some((previous, rule))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn robots_txt_is_the_normalised_predicate_with_a_fast_path() {
+        let general = |target: &str| {
+            path::is_robots_txt(&path::normalize(path::path_and_query(target).as_bytes()))
+        };
+        for target in [
+            "/robots.txt",
+            "/robots.txt?x=1",
+            "/%72obots.txt",
+            "/robots%2Etxt",
+            "/robots.txt%3Fx",
+            "/robots.txt/x",
+            "/a/robots.txt",
+            "https://example.com/robots.txt?x",
+            "/robots.txt#top",
+            "/robots.tx",
+            "/ robots.txt",
+            "",
+        ] {
+            assert_eq!(is_robots_txt(target), general(target), "{target}");
+        }
+        assert!(is_robots_txt("/%72obots.txt") && !is_robots_txt("/robots.txt%3Fx"));
+    }
 }
