@@ -1,8 +1,9 @@
 //! A site at run time: its settings, its origin, and the snapshot of robots.txt in force.
 //!
-//! A [`Snapshot`] is everything a request needs to be decided — the compiled robots.txt, the
-//! classifier for its crawlers, the labels for metrics — built off the request path and swapped
-//! in whole with arc-swap, so that no request ever sees half a reload.
+//! A [`Snapshot`] is everything a request needs to be decided — the compiled robots.txt and the
+//! site's crawler table judged by it ([`Crawlers`]: classifier, names, labels, actions, the
+//! groups each crawler obeys) — built off the request path and swapped in whole with arc-swap,
+//! so that no request ever sees half a reload.
 
 use super::config::{OnUnreachable, RobotsSource, SiteSettings, UpstreamAddr};
 use super::ua_memo::{self, Class};
