@@ -1,12 +1,15 @@
 //! A site's crawlers: one table of every crawler it knows, built once per robots.txt, that the
 //! proxy, `crawlgate explain` and `crawlgate audit` all classify and judge with.
 //!
-//! A row is a crawler: the token robots.txt names it by, the name operators see, its category,
-//! the action the site takes on it, how it can be verified, the groups it obeys in this file
-//! (its own, else its operator's documented fallbacks, else `*` unless it ignores `*`), and
-//! whether only the site names it. The catalog's rows come first (their automaton is shared by
-//! every site); the tokens that only the site's robots.txt or configuration names follow, and
-//! count only in a header with a crawler signal, never when they are browser vocabulary.
+//! A [`Crawler`] is a crawler as a site judges it: the token robots.txt names it by, the name
+//! operators see, its category, the action the site takes on it, how it can be verified, the
+//! groups it obeys in this file (its own, else its operator's documented fallbacks, else `*`
+//! unless it ignores `*`), and whether only the site names it. The catalog's rows come first;
+//! they, and their automaton, are shared by every site, which keeps only what differs for it
+//! (the few crawlers its file or its overrides name), so that a thousand sites do not hold a
+//! thousand copies of the catalog. The tokens that only the site's robots.txt or configuration
+//! names follow, and count only in a header with a crawler signal, never when they are browser
+//! vocabulary.
 
 use crate::agent::{Category, Classifier, ClassifierError, Identity, KnownAgent, Matching, Signal};
 use crate::catalog::{Catalog, CatalogEntry, Verification, MAX_FALLBACK};
@@ -26,38 +29,27 @@ pub struct CatalogIndex {
     /// The catalog.
     pub catalog: Catalog,
     classifier: Arc<Classifier>,
-    /// Per classifier agent: the catalog entry's parts every site's row shares.
-    rows: Vec<Shared>,
-}
-
-/// The parts of a catalog row that do not depend on the site.
-#[derive(Debug, Clone)]
-struct Shared {
-    token: Arc<str>,
-    token_lower: Arc<str>,
-    name: Arc<str>,
-    operator: Option<Arc<str>>,
-    verify: Option<Arc<Verification>>,
-    fallback: Arc<[Arc<str>]>,
-    star: bool,
+    /// Per classifier agent, its row, shared by every site.
+    rows: Arc<[Row]>,
+    /// The catalog's tokens, lower-cased.
+    tokens: std::collections::HashSet<Arc<str>>,
 }
 
 impl CatalogIndex {
     /// Builds the shared automaton over a catalog.
     pub fn new(catalog: Catalog) -> Result<CatalogIndex, ClassifierError> {
         let classifier = Arc::new(Classifier::new(catalog.known_agents())?);
-        let rows = classifier
+        let rows: Arc<[Row]> = classifier
             .agents()
             .iter()
-            .map(|agent| {
-                let entry = catalog.get(&agent.token);
-                shared(agent, entry)
-            })
+            .map(|agent| Row::new(agent, catalog.get(&agent.token), Origin::Catalog))
             .collect();
+        let tokens = rows.iter().map(|row| row.token_lower.clone()).collect();
         Ok(CatalogIndex {
             catalog,
             classifier,
             rows,
+            tokens,
         })
     }
 
@@ -67,23 +59,7 @@ impl CatalogIndex {
     }
 
     fn knows(&self, token: &str) -> bool {
-        self.rows
-            .iter()
-            .any(|row| row.token.eq_ignore_ascii_case(token))
-    }
-}
-
-fn shared(agent: &KnownAgent, entry: Option<&CatalogEntry>) -> Shared {
-    Shared {
-        token: Arc::from(agent.token.as_str()),
-        token_lower: Arc::from(agent.token.to_ascii_lowercase()),
-        name: Arc::from(agent.name.as_str()),
-        operator: agent.operator.as_deref().map(Arc::from),
-        verify: entry.and_then(|e| e.verify.clone()).map(Arc::new),
-        fallback: entry
-            .map(|e| e.fallback.iter().map(|t| Arc::from(t.as_str())).collect())
-            .unwrap_or_else(|| Arc::from([])),
-        star: entry.is_none_or(|e| !e.ignores_star),
+        self.tokens.contains(token.to_ascii_lowercase().as_str())
     }
 }
 
@@ -99,9 +75,9 @@ pub enum Origin {
     Unnamed,
 }
 
-/// One crawler of a site.
+/// What a site's crawler is whatever the site: shared by every site for the catalog's.
 #[derive(Debug, Clone)]
-pub struct Crawler {
+pub struct Row {
     /// The product token robots.txt names it by (`MJ`); empty for unnamed crawlers.
     pub token: Arc<str>,
     /// The token, lower-cased.
@@ -114,8 +90,6 @@ pub struct Crawler {
     pub operator: Option<Arc<str>>,
     /// What it is for.
     pub category: Category,
-    /// What the site does with its disallowed requests.
-    pub action: Action,
     /// How its claim can be checked, from the catalog.
     pub verify: Option<Arc<Verification>>,
     /// The tokens whose groups it obeys when none names its own, in order.
@@ -127,13 +101,30 @@ pub struct Crawler {
     pub origin: Origin,
     /// Where its token counts in a header.
     pub matching: Matching,
-    /// The groups it obeys in this table's robots.txt.
-    pub selected: Selected,
 }
 
-impl Crawler {
-    /// The groups it obeys in `robots` (another file than the table's, such as the previous
-    /// one for a grace verdict): its token, then its fallbacks, then `*` unless it ignores it.
+impl Row {
+    fn new(agent: &KnownAgent, entry: Option<&CatalogEntry>, origin: Origin) -> Row {
+        let name: Arc<str> = Arc::from(agent.name.as_str());
+        Row {
+            token: Arc::from(agent.token.as_str()),
+            token_lower: Arc::from(agent.token.to_ascii_lowercase()),
+            label: name.clone(),
+            name,
+            operator: agent.operator.as_deref().map(Arc::from),
+            category: agent.category,
+            verify: entry.and_then(|e| e.verify.clone()).map(Arc::new),
+            fallback: entry
+                .map(|e| e.fallback.iter().map(|t| Arc::from(t.as_str())).collect())
+                .unwrap_or_else(|| Arc::from([])),
+            star: entry.is_none_or(|e| !e.ignores_star),
+            origin,
+            matching: agent.matching,
+        }
+    }
+
+    /// The groups it obeys in `robots`: its token's, then its fallbacks', then `*` unless it
+    /// ignores it.
     pub fn select_in(&self, robots: &Robots) -> Selected {
         let mut chain: [&str; MAX_FALLBACK + 1] = [""; MAX_FALLBACK + 1];
         let mut len = 0;
@@ -149,7 +140,29 @@ impl Crawler {
         }
         robots.select(&chain[..len], self.star)
     }
+}
 
+/// One crawler of a site: its [`Row`] (reached through `Deref`), the action the site takes on
+/// its disallowed requests, and the groups it obeys in the table's robots.txt.
+#[derive(Debug, Clone, Copy)]
+pub struct Crawler<'a> {
+    /// What it is whatever the site.
+    pub row: &'a Row,
+    /// What the site does with its disallowed requests.
+    pub action: Action,
+    /// The groups it obeys in this table's robots.txt.
+    pub selected: Selected,
+}
+
+impl std::ops::Deref for Crawler<'_> {
+    type Target = Row;
+
+    fn deref(&self) -> &Row {
+        self.row
+    }
+}
+
+impl Crawler<'_> {
     /// The token whose groups apply to it, when a named group does (its own or a fallback's).
     pub fn group_token(&self) -> Option<&str> {
         let position = self.selected.token()?;
@@ -167,12 +180,37 @@ impl Crawler {
 #[derive(Debug)]
 pub struct Crawlers {
     catalog: Arc<Classifier>,
+    /// The catalog's rows, shared by every site.
+    catalog_rows: Arc<[Row]>,
+    /// The groups a catalog crawler obeys when no group names it or a fallback of it: `*`, or
+    /// nothing for one that ignores `*`.
+    star: Selected,
+    /// Catalog crawlers whose token or fallback this file names, with the groups they obey, by
+    /// row (sorted).
+    named: Vec<(usize, Selected)>,
+    /// The action for each category, in [`Category::ALL`]'s order.
+    by_category: [Action; Category::ALL.len()],
+    /// Catalog crawlers the site overrides, with their action, by row (sorted).
+    overridden: Vec<(usize, Action)>,
     /// The tokens the site names that the catalog does not.
     site: Option<Classifier>,
-    /// Catalog rows (classifier order), then site rows.
-    rows: Vec<Crawler>,
-    unnamed: Crawler,
+    /// Their rows, with their action and groups.
+    site_rows: Vec<(Row, Action, Selected)>,
+    unnamed: (Row, Action, Selected),
     person: Arc<str>,
+}
+
+/// The value for `index` in a list sorted by index.
+fn lookup<T: Copy>(list: &[(usize, T)], index: usize) -> Option<T> {
+    list.binary_search_by_key(&index, |(i, _)| *i)
+        .ok()
+        .and_then(|at| list.get(at))
+        .map(|(_, value)| *value)
+}
+
+/// A category's place in [`Category::ALL`], which lists them in declaration order.
+fn category_slot(category: Category) -> usize {
+    category as usize
 }
 
 impl Crawlers {
@@ -198,59 +236,73 @@ impl Crawlers {
         } else {
             Some(Classifier::new(named)?)
         };
-        let other: Arc<str> = Arc::from("other");
-        let mut rows: Vec<Crawler> = catalog
-            .classifier
-            .agents()
+        let star = robots.select(&[], true);
+        let named = catalog
+            .rows
             .iter()
-            .zip(&catalog.rows)
-            .map(|(agent, shared)| {
-                let action = actions.for_crawler(&shared.token, &shared.name, agent.category);
-                row(
-                    shared.clone(),
-                    agent,
-                    action,
-                    Origin::Catalog,
-                    shared.name.clone(),
-                )
+            .enumerate()
+            .filter_map(|(index, row)| {
+                let selected = row.select_in(robots);
+                let default = if row.star { star } else { Selected::NONE };
+                (selected != default).then_some((index, selected))
             })
             .collect();
-        if let Some(site) = &site {
-            for (position, agent) in site.agents().iter().enumerate() {
-                let shared = shared(agent, None);
-                let label = if position < MAX_SITE_TOKEN_LABELS {
-                    shared.name.clone()
-                } else {
-                    other.clone()
-                };
-                let action = actions.for_crawler(&shared.token, &shared.name, agent.category);
-                rows.push(row(shared, agent, action, Origin::Site, label));
-            }
+        let mut by_category = [actions.site; Category::ALL.len()];
+        for (slot, category) in by_category.iter_mut().zip(Category::ALL) {
+            *slot = actions.for_crawler("", "", category);
         }
+        let overridden = if actions.crawlers.is_empty() {
+            Vec::new()
+        } else {
+            catalog
+                .rows
+                .iter()
+                .enumerate()
+                .filter_map(|(index, row)| {
+                    let action = actions.for_crawler(&row.token, &row.name, row.category);
+                    (action != by_category[category_slot(row.category)]).then_some((index, action))
+                })
+                .collect()
+        };
+        let other: Arc<str> = Arc::from("other");
+        let site_rows = site
+            .iter()
+            .flat_map(|site| site.agents().iter().enumerate())
+            .map(|(position, agent)| {
+                let mut row = Row::new(agent, None, Origin::Site);
+                if position >= MAX_SITE_TOKEN_LABELS {
+                    row.label = other.clone();
+                }
+                let action = actions.for_crawler(&row.token, &row.name, row.category);
+                let selected = row.select_in(robots);
+                (row, action, selected)
+            })
+            .collect();
         let unnamed_name: Arc<str> = Arc::from("unnamed");
-        let mut unnamed = Crawler {
+        let unnamed = Row {
             token: Arc::from(""),
             token_lower: Arc::from(""),
             name: unnamed_name.clone(),
             label: unnamed_name,
             operator: None,
             category: Category::Unnamed,
-            action: actions.for_crawler("", "", Category::Unnamed),
             verify: None,
             fallback: Arc::from([]),
             star: true,
             origin: Origin::Unnamed,
             matching: Matching::Never,
-            selected: Selected::NONE,
         };
-        for crawler in rows.iter_mut().chain(std::iter::once(&mut unnamed)) {
-            crawler.selected = crawler.select_in(robots);
-        }
+        let unnamed_action = by_category[category_slot(Category::Unnamed)];
         Ok(Crawlers {
             catalog: catalog.classifier.clone(),
+            catalog_rows: catalog.rows.clone(),
+            star,
+            named,
+            by_category,
+            overridden,
             site,
-            rows,
-            unnamed,
+            site_rows,
+            unnamed: (unnamed, unnamed_action, star),
             person: Arc::from("person"),
         })
     }
@@ -307,17 +359,46 @@ impl Crawlers {
         }
     }
 
-    /// Row `index` (catalog rows first, then the site's).
-    pub fn get(&self, index: usize) -> Option<&Crawler> {
-        self.rows.get(index)
+    /// Crawler `index` (the catalog's first, then the site's).
+    pub fn get(&self, index: usize) -> Option<Crawler<'_>> {
+        let Some(row) = self.catalog_rows.get(index) else {
+            let (row, action, selected) = self.site_rows.get(index - self.catalog_rows.len())?;
+            return Some(Crawler {
+                row,
+                action: *action,
+                selected: *selected,
+            });
+        };
+        let selected = match lookup(&self.named, index) {
+            Some(selected) => selected,
+            None if row.star => self.star,
+            None => Selected::NONE,
+        };
+        let action = lookup(&self.overridden, index)
+            .unwrap_or(self.by_category[category_slot(row.category)]);
+        Some(Crawler {
+            row,
+            action,
+            selected,
+        })
     }
 
-    /// The row of an identity: its crawler's, the unnamed crawlers' row, or none for a person.
-    pub fn row(&self, identity: &Identity<'_>) -> Option<&Crawler> {
+    /// The crawler an identity is: its row, the unnamed crawlers' row, or none for a person.
+    pub fn row(&self, identity: &Identity<'_>) -> Option<Crawler<'_>> {
         match identity {
-            Identity::Crawler { index, .. } => Some(self.rows.get(*index).unwrap_or(&self.unnamed)),
-            Identity::Unnamed => Some(&self.unnamed),
+            Identity::Crawler { index, .. } => self.get(*index).or(Some(self.unnamed())),
+            Identity::Unnamed => Some(self.unnamed()),
             Identity::Person => None,
+        }
+    }
+
+    /// The row unnamed crawlers share.
+    pub fn unnamed(&self) -> Crawler<'_> {
+        let (row, action, selected) = &self.unnamed;
+        Crawler {
+            row,
+            action: *action,
+            selected: *selected,
         }
     }
 
@@ -326,50 +407,29 @@ impl Crawlers {
         &self.person
     }
 
-    /// The row unnamed crawlers share.
-    pub fn unnamed(&self) -> &Crawler {
-        &self.unnamed
+    /// How many named crawlers the table holds (the catalog's and the site's).
+    pub fn len(&self) -> usize {
+        self.catalog_rows.len() + self.site_rows.len()
     }
 
-    /// Every named row, catalog first.
-    pub fn rows(&self) -> &[Crawler] {
-        &self.rows
+    /// Whether the table holds no named crawler.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
-    /// The row for a token or a name, compared case-insensitively.
-    pub fn find(&self, token_or_name: &str) -> Option<&Crawler> {
-        self.rows
-            .iter()
-            .find(|row| row.token.eq_ignore_ascii_case(token_or_name))
+    /// Every named crawler, the catalog's first.
+    pub fn iter(&self) -> impl Iterator<Item = Crawler<'_>> {
+        (0..self.len()).filter_map(|index| self.get(index))
+    }
+
+    /// The crawler with a token or a name, compared case-insensitively.
+    pub fn find(&self, token_or_name: &str) -> Option<Crawler<'_>> {
+        self.iter()
+            .find(|c| c.token.eq_ignore_ascii_case(token_or_name))
             .or_else(|| {
-                self.rows
-                    .iter()
-                    .find(|row| row.name.eq_ignore_ascii_case(token_or_name))
+                self.iter()
+                    .find(|c| c.name.eq_ignore_ascii_case(token_or_name))
             })
-    }
-}
-
-fn row(
-    shared: Shared,
-    agent: &KnownAgent,
-    action: Action,
-    origin: Origin,
-    label: Arc<str>,
-) -> Crawler {
-    Crawler {
-        token: shared.token,
-        token_lower: shared.token_lower,
-        name: shared.name,
-        label,
-        operator: shared.operator,
-        category: agent.category,
-        action,
-        verify: shared.verify,
-        fallback: shared.fallback,
-        star: shared.star,
-        origin,
-        matching: agent.matching,
-        selected: Selected::NONE,
     }
 }
 
@@ -386,7 +446,7 @@ mod tests {
         (robots, crawlers)
     }
 
-    fn crawler<'a>(crawlers: &'a Crawlers, ua: &str) -> Option<&'a Crawler> {
+    fn crawler<'a>(crawlers: &'a Crawlers, ua: &str) -> Option<Crawler<'a>> {
         crawlers.row(&crawlers.classify(ua.as_bytes()))
     }
 
@@ -424,6 +484,13 @@ mod tests {
     }
 
     #[test]
+    fn categories_are_listed_in_declaration_order() {
+        for (slot, category) in Category::ALL.into_iter().enumerate() {
+            assert_eq!(category_slot(category), slot, "{category}");
+        }
+    }
+
+    #[test]
     fn rows_carry_the_name_operators_know() {
         let (robots, crawlers) = table(
             "User-agent: MJ12bot\nDisallow: /\n",
@@ -441,7 +508,7 @@ mod tests {
         );
         assert_eq!(mj.origin, Origin::Catalog);
         assert!(!robots.check_selected(mj.selected, "/x").allowed);
-        assert_eq!(crawlers.find("mj12bot").map(|c| &*c.token), Some("MJ"));
+        assert_eq!(crawlers.find("mj12bot").map(|c| &*c.row.token), Some("MJ"));
     }
 
     #[test]
@@ -479,7 +546,7 @@ mod tests {
             (Origin::Site, Matching::Never)
         );
         assert_eq!(
-            crawler(&crawlers, "FooCrawler/2").map(|c| &*c.name),
+            crawler(&crawlers, "FooCrawler/2").map(|c| &*c.row.name),
             Some("FooCrawler")
         );
         // Java is the catalog's, counted only as the first product.
@@ -502,11 +569,11 @@ mod tests {
         text.push_str("Disallow: /\n");
         let (_, crawlers) = table(&text, &Actions::default(), &[]);
         assert_eq!(
-            crawler(&crawlers, "zzaaaabot").map(|c| &*c.label),
+            crawler(&crawlers, "zzaaaabot").map(|c| &*c.row.label),
             Some("zzaaaabot")
         );
         assert_eq!(
-            crawler(&crawlers, "zzabbjbot").map(|c| &*c.label),
+            crawler(&crawlers, "zzabbjbot").map(|c| &*c.row.label),
             Some("other")
         );
     }

@@ -128,7 +128,7 @@ impl Audit {
 
     /// Starts a replay of logs in `format` (`fields` names the JSON fields).
     pub fn replay(&self, format: Format, fields: JsonFields) -> Replay<'_> {
-        let slots = self.crawlers.rows().len() + 1;
+        let slots = self.crawlers.len() + 1;
         Replay {
             audit: self,
             format,
@@ -423,7 +423,7 @@ impl<'a> Replay<'a> {
         if let Some(&slot) = self.ua_cache.get(user_agent) {
             return slot;
         }
-        let unnamed = self.audit.crawlers.rows().len();
+        let unnamed = self.audit.crawlers.len();
         let slot = match self.audit.crawlers.classify(user_agent) {
             Identity::Crawler { index, .. } => index,
             Identity::Unnamed => unnamed,
@@ -654,10 +654,7 @@ mod tests {
         let mut replay = audit.replay(Format::Combined, JsonFields::default());
         for _ in 0..3 {
             assert_eq!(replay.classify(b"Mozilla/5.0 Firefox/128.0"), PERSON);
-            assert_eq!(
-                replay.classify(b"FooBot"),
-                audit.crawlers().rows().len() as u32
-            );
+            assert_eq!(replay.classify(b"FooBot"), audit.crawlers().len() as u32);
         }
         assert_eq!(replay.ua_cache.len(), 2);
     }

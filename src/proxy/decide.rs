@@ -110,7 +110,7 @@ pub struct Decision {
 
 impl Decision {
     /// The crawler's row of the site's table; `None` for a person.
-    pub fn crawler(&self) -> Option<&Crawler> {
+    pub fn crawler(&self) -> Option<Crawler<'_>> {
         match self.class {
             Class::Crawler(index) => self.snapshot.crawlers.get(index),
             Class::Unnamed => Some(self.snapshot.crawlers.unnamed()),
@@ -306,7 +306,7 @@ fn ceil_seconds(wait: Duration) -> u64 {
 fn grace(
     site: &Site,
     current: &Snapshot,
-    crawler: &Crawler,
+    crawler: Crawler<'_>,
     path: &str,
     last_fetch: Option<SystemTime>,
     now: SystemTime,

@@ -148,7 +148,7 @@ impl Snapshot {
     }
 
     /// The crawler an identity is: its row of the site's table, or none for a person.
-    pub fn crawler(&self, identity: &Identity<'_>) -> Option<&Crawler> {
+    pub fn crawler(&self, identity: &Identity<'_>) -> Option<Crawler<'_>> {
         self.crawlers.row(identity)
     }
 
@@ -374,10 +374,10 @@ mod tests {
             .remove(0)
     }
 
-    fn label<'a>(snapshot: &'a Snapshot, ua: &[u8]) -> Option<&'a str> {
+    fn label(snapshot: &Snapshot, ua: &[u8]) -> Option<String> {
         snapshot
             .crawler(&snapshot.classify(ua))
-            .map(|crawler| &*crawler.label)
+            .map(|crawler| crawler.label.to_string())
     }
 
     #[test]
@@ -389,21 +389,28 @@ mod tests {
         let catalog = CatalogIndex::new(Catalog::embedded().unwrap()).unwrap();
         let site = Site::new(site, &catalog).unwrap();
         let snapshot = site.snapshot.load();
-        let row = |ua: &[u8]| snapshot.crawler(&snapshot.classify(ua)).cloned();
+        let row = |ua: &[u8]| {
+            snapshot
+                .crawler(&snapshot.classify(ua))
+                .map(|c| (c.label.clone(), c.action))
+        };
         let foo = row(b"FooCrawler/1.0").unwrap();
-        assert_eq!((&*foo.label, foo.action), ("FooCrawler", Action::Block));
+        assert_eq!((&*foo.0, foo.1), ("FooCrawler", Action::Block));
         // A token only the configuration names needs a crawler signal, like any site token.
         assert!(row(b"BarAgent").is_none());
         let bar = row(b"BarAgent/1.0 (compatible; +https://bar.example)").unwrap();
-        assert_eq!((&*bar.label, bar.action), ("BarAgent", Action::Tag));
+        assert_eq!((&*bar.0, bar.1), ("BarAgent", Action::Tag));
         let gpt = row(b"Mozilla/5.0 (compatible; GPTBot/1.2)").unwrap();
-        assert_eq!((&*gpt.label, gpt.action), ("GPTBot", Action::Count));
+        assert_eq!((&*gpt.0, gpt.1), ("GPTBot", Action::Count));
         // A site token longer than a catalog token in the same header wins, as in one automaton.
         assert_eq!(
-            label(&snapshot, b"GPTBot/1.0 FooCrawler/2.0"),
+            label(&snapshot, b"GPTBot/1.0 FooCrawler/2.0").as_deref(),
             Some("FooCrawler")
         );
-        assert_eq!(label(&snapshot, b"Mozilla/5.0 Firefox/128.0"), None);
+        assert_eq!(
+            label(&snapshot, b"Mozilla/5.0 Firefox/128.0").as_deref(),
+            None
+        );
         assert!(snapshot.serve_locally);
         assert_eq!(snapshot.sha256.len(), 64);
     }
