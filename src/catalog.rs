@@ -392,22 +392,28 @@ mod tests {
         let error = Catalog::from_yaml(twice, "t.yaml").unwrap_err().to_string();
         assert!(error.contains("already bots[0]"), "{error}");
         assert!(error.contains("line 3"), "{error}");
-        let unknown = "bots:\n  - {token: A, operator: B, category: search, colour: red}\n";
-        assert!(Catalog::from_yaml(unknown, "t")
-            .unwrap_err()
-            .to_string()
-            .contains("colour"));
-        let bad_name = "bots:\n  - {token: MJ, name: M12bot, operator: B, category: seo}\n";
-        assert!(Catalog::from_yaml(bad_name, "t")
-            .unwrap_err()
-            .to_string()
-            .contains("must start with the token"));
-        let self_fallback = "bots:\n  - {token: A, operator: B, category: seo, fallback: [a]}\n";
-        assert!(Catalog::from_yaml(self_fallback, "t")
-            .unwrap_err()
-            .to_string()
-            .contains("bots[0].fallback"));
-        let unlisted = "bots:\n  - {token: A, operator: B, category: unlisted}\n";
-        assert!(Catalog::from_yaml(unlisted, "t").is_err());
+        for (yaml, says) in [
+            (
+                "{token: A, operator: B, category: search, colour: red}",
+                "colour",
+            ),
+            (
+                "{token: MJ, name: M12bot, operator: B, category: seo}",
+                "must start with the token",
+            ),
+            (
+                "{token: A, operator: B, category: seo, fallback: [a]}",
+                "bots[0].fallback",
+            ),
+            (
+                "{token: A, operator: B, category: unlisted}",
+                "bots[0].category",
+            ),
+        ] {
+            let error = Catalog::from_yaml(&format!("bots:\n  - {yaml}\n"), "t")
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(says), "{error}");
+        }
     }
 }
