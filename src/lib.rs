@@ -15,9 +15,14 @@
 //! The data flows one way:
 //! - [`robots`]: bytes of robots.txt → parsed file (groups, rules, line-numbered problems) →
 //!   compiled matcher → [`Verdict`]. Builds without the proxy (`--no-default-features`).
-//! - [`agent`]: User-Agent header → known crawler (by product token), unnamed crawler, or person.
-//! - [`policy`]: who asks × robots.txt's verdict × configured action → what happens. Pure.
-//! - [`catalog`] (feature `cli`): the crawler catalog (`conf/bots.yaml`).
+//! - [`agent`]: User-Agent header → known crawler (by product token), unnamed crawler (a
+//!   crawler signal), or person (a browser or an app, never judged).
+//! - [`policy`]: who asks × robots.txt's verdict × configured action (per crawler, per
+//!   category) → what happens. Pure.
+//! - [`catalog`] (feature `cli`): the crawler catalog (`conf/bots.yaml`, and the entries
+//!   imported from public lists in `conf/catalog/bots-imported.yaml`).
+//! - [`crawlers`] (feature `cli`): a site's crawler table (token, name, category, action,
+//!   verification, the groups each obeys), which the proxy, `explain` and `audit` share.
 //! - [`audit`] (feature `cli`): access logs → what each crawler did, replayed against robots.txt.
 //! - [`cli`] (feature `cli`): the command line over the library.
 //! - [`proxy`] (feature `proxy`): the pingora reverse proxy, its configuration, hot reload and
@@ -38,6 +43,8 @@ pub mod audit;
 pub mod catalog;
 #[cfg(feature = "cli")]
 pub mod cli;
+#[cfg(feature = "cli")]
+pub mod crawlers;
 #[cfg(feature = "proxy")]
 pub mod proxy;
 

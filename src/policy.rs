@@ -1,6 +1,8 @@
 //! What to do with a request, given who asks and what robots.txt says: pure decision code.
 
+use crate::agent::Category;
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
 
 /// What the operator wants done with crawler requests that robots.txt disallows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -22,6 +24,60 @@ impl Action {
             Action::Tag => "tag",
             Action::Count => "count",
         }
+    }
+}
+
+/// Which action a site takes on each crawler's disallowed requests: the crawler's own override
+/// (`bots:`), else its category's (`categories:`), else the default for its category, which is
+/// the site's `action` for every category but `http-library`: generic HTTP clients are what
+/// apps are built on (`okhttp`, `Dart`), so they are counted, not blocked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actions {
+    /// The site's action.
+    pub site: Action,
+    /// Per-category actions.
+    pub categories: BTreeMap<Category, Action>,
+    /// Per-crawler overrides, by lower-cased token or name.
+    pub crawlers: HashMap<String, Action>,
+}
+
+impl Default for Actions {
+    fn default() -> Self {
+        Actions::for_site(Action::Block)
+    }
+}
+
+impl Actions {
+    /// A site's action alone, with the default for each category.
+    pub fn for_site(site: Action) -> Actions {
+        Actions {
+            site,
+            categories: BTreeMap::new(),
+            crawlers: HashMap::new(),
+        }
+    }
+
+    /// What a category gets when the site says nothing about it.
+    pub fn default_for(category: Category, site: Action) -> Action {
+        match category {
+            Category::HttpLibrary => Action::Count,
+            _ => site,
+        }
+    }
+
+    /// The action for a crawler with this token, name and category.
+    pub fn for_crawler(&self, token: &str, name: &str, category: Category) -> Action {
+        let own = |key: &str| {
+            if self.crawlers.is_empty() {
+                None
+            } else {
+                self.crawlers.get(&key.to_ascii_lowercase()).copied()
+            }
+        };
+        own(token)
+            .or_else(|| own(name))
+            .or_else(|| self.categories.get(&category).copied())
+            .unwrap_or_else(|| Self::default_for(category, self.site))
     }
 }
 
@@ -111,6 +167,37 @@ mod tests {
     use super::*;
     use Action::*;
     use VerdictLabel::*;
+
+    #[test]
+    fn overrides_then_categories_then_defaults() {
+        let check = |actions: &Actions, cases: &[(&str, &str, Category, Action)]| {
+            for &(token, name, category, want) in cases {
+                assert_eq!(actions.for_crawler(token, name, category), want, "{name}");
+            }
+        };
+        let mut actions = Actions::for_site(Tag);
+        check(
+            &actions,
+            &[
+                ("okhttp", "okhttp", Category::HttpLibrary, Count),
+                ("GPTBot", "GPTBot", Category::AiTraining, Tag),
+            ],
+        );
+        actions.categories.insert(Category::AiTraining, Block);
+        actions.categories.insert(Category::HttpLibrary, Block);
+        actions.crawlers.insert("ccbot".into(), Count);
+        actions.crawlers.insert("mj12bot".into(), Count);
+        check(
+            &actions,
+            &[
+                ("GPTBot", "GPTBot", Category::AiTraining, Block),
+                ("CCBot", "CCBot", Category::AiTraining, Count),
+                ("MJ", "MJ12bot", Category::Seo, Count),
+                ("curl", "curl", Category::HttpLibrary, Block),
+                ("", "", Category::Unnamed, Tag),
+            ],
+        );
+    }
 
     #[test]
     fn people_and_exempt_paths_are_always_forwarded() {

@@ -13,7 +13,7 @@ mod common;
 
 use common::combined::canonical_combined_line;
 use common::reference::{self, RefFile};
-use crawlgate::agent::{Classifier, Identity};
+use crawlgate::agent::Classifier;
 use crawlgate::audit::logline::{self, Entry, JsonFields, Stamp};
 use crawlgate::audit::{replay_bytes, time, Audit, Format};
 use crawlgate::catalog::Catalog;
@@ -162,39 +162,9 @@ fn classifier() -> Classifier {
 }
 
 /// The token a header is classified as, `"unnamed"` or `"person"`, after checking the
-/// `user_agent` target's properties.
+/// `user_agent` target's properties (`common/user_agent.rs`).
 fn classify(classifier: &Classifier, header: &[u8]) -> String {
-    let runs: Vec<&[u8]> = header
-        .split(|&b| !(b.is_ascii_alphabetic() || b == b'-' || b == b'_'))
-        .filter(|run| !run.is_empty())
-        .collect();
-    let known = |run: &[u8]| {
-        classifier
-            .agents()
-            .iter()
-            .position(|agent| agent.token.as_bytes().eq_ignore_ascii_case(run))
-    };
-    let mut expected: Option<(usize, &[u8])> = None;
-    for &run in &runs {
-        if let Some(index) = known(run) {
-            if expected.is_none_or(|(_, best)| run.len() > best.len()) {
-                expected = Some((index, run));
-            }
-        }
-    }
-    let lower = header.to_ascii_lowercase();
-    let word = ["bot", "crawler", "spider", "scraper"]
-        .iter()
-        .any(|w| lower.windows(w.len()).any(|x| x == w.as_bytes()));
-    match (classifier.classify(header), expected) {
-        (Identity::Crawler { index, agent }, Some((want, _))) => {
-            assert_eq!(index, want, "{agent:?}");
-            agent.token.clone()
-        }
-        (Identity::Unnamed, None) if word => "unnamed".into(),
-        (Identity::Person, None) if !word => "person".into(),
-        (identity, expected) => panic!("{identity:?}, expected {expected:?}"),
-    }
+    common::user_agent::check(classifier, header)
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! (a few hundred nanoseconds a path, mostly cache misses); a remembered one is a hash lookup.
 //! The memo is bounded: when full it starts over.
 
-use crate::robots::Robots;
+use crate::robots::{Robots, Selected};
 use std::collections::HashMap;
 
 /// How many verdicts are remembered, over all selections, before starting over.
@@ -37,10 +37,10 @@ pub struct Memo {
 }
 
 impl Memo {
-    /// The number of the selection of groups `token` follows in `robots`: crawlers that follow
-    /// the same groups share remembered verdicts.
-    pub fn selection(&mut self, robots: &Robots, token: &str) -> usize {
-        let groups = robots.groups_for(token);
+    /// The number of the selection of groups `selected` stands for in `robots`: crawlers that
+    /// follow the same groups share remembered verdicts.
+    pub fn selection(&mut self, robots: &Robots, selected: Selected) -> usize {
+        let groups = robots.groups_of(selected);
         if let Some(&number) = self.selections.get(groups) {
             return number;
         }
@@ -50,15 +50,21 @@ impl Memo {
         number
     }
 
-    /// The verdict of [`Robots::check`] for `token`, whose selection is `selection`.
-    pub fn check(&mut self, robots: &Robots, selection: usize, token: &str, path: &str) -> Decided {
+    /// The verdict of [`Robots::check_selected`] for `selected`, numbered `selection`.
+    pub fn check(
+        &mut self,
+        robots: &Robots,
+        selection: usize,
+        selected: Selected,
+        path: &str,
+    ) -> Decided {
         let Some(verdicts) = self.verdicts.get_mut(selection) else {
-            return decide(robots, token, path);
+            return decide(robots, selected, path);
         };
         if let Some(decided) = verdicts.get(path.as_bytes()) {
             return *decided;
         }
-        let decided = decide(robots, token, path);
+        let decided = decide(robots, selected, path);
         if path.len() <= MAX_PATH_BYTES {
             if self.entries >= MAX_ENTRIES {
                 self.verdicts.iter_mut().for_each(HashMap::clear);
@@ -73,8 +79,8 @@ impl Memo {
     }
 }
 
-fn decide(robots: &Robots, token: &str, path: &str) -> Decided {
-    let verdict = robots.check(token, path);
+fn decide(robots: &Robots, selected: Selected, path: &str) -> Decided {
+    let verdict = robots.check_selected(selected, path);
     Decided {
         allowed: verdict.allowed,
         rule: verdict.rule_index,
@@ -91,17 +97,18 @@ mod tests {
             b"User-agent: GPTBot\nDisallow: /a\n\nUser-agent: CCBot\nDisallow: /a\n\nUser-agent: *\nDisallow: /b\nAllow: /b/ok\n",
         );
         let mut memo = Memo::default();
-        let gpt = memo.selection(&robots, "GPTBot");
-        let cc = memo.selection(&robots, "CCBot");
-        let star = memo.selection(&robots, "");
-        let other = memo.selection(&robots, "Googlebot");
+        let select = |token: &str| robots.select(&[token], true);
+        let gpt = memo.selection(&robots, select("GPTBot"));
+        let cc = memo.selection(&robots, select("CCBot"));
+        let star = memo.selection(&robots, select(""));
+        let other = memo.selection(&robots, select("Googlebot"));
         assert_ne!(gpt, cc, "different groups, even with the same rules");
         assert_eq!(star, other);
         for _ in 0..2 {
             for (token, selection) in [("GPTBot", gpt), ("CCBot", cc), ("", star)] {
                 for path in ["/a", "/b/x", "/b/ok", "/c", "/public/../b"] {
                     let verdict = robots.check(token, path);
-                    let decided = memo.check(&robots, selection, token, path);
+                    let decided = memo.check(&robots, selection, select(token), path);
                     assert_eq!(
                         (decided.allowed, decided.rule),
                         (verdict.allowed, verdict.rule_index),

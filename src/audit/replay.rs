@@ -14,8 +14,10 @@ use super::time;
 use super::timeline::{Kind, Timeline};
 use super::topk::TopK;
 use super::AuditError;
-use crate::agent::{Classifier, ClassifierError, Identity, KnownAgent};
+use crate::agent::{ClassifierError, Identity};
 use crate::catalog::Catalog;
+use crate::crawlers::{CatalogIndex, Crawlers};
+use crate::policy::Actions;
 use crate::robots::{path, Robots};
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -71,29 +73,24 @@ impl Format {
     }
 }
 
-/// What a replay is checked against: robots.txt and the classifier the proxy would build for it.
+/// What a replay is checked against: robots.txt and the crawler table the proxy would build
+/// for it.
 #[derive(Debug)]
 pub struct Audit {
     robots: Robots,
-    classifier: Classifier,
+    crawlers: Crawlers,
     name: String,
 }
 
 impl Audit {
-    /// Builds the classifier as the proxy does for a site: the catalog's crawlers, then every
-    /// token the robots.txt names (as `unlisted`).
+    /// Builds the crawler table as the proxy does for a site: the catalog's crawlers, then every
+    /// token the robots.txt names (as `unlisted`), each judged by the groups it obeys.
     pub fn new(robots: Robots, catalog: &Catalog) -> Result<Audit, ClassifierError> {
-        let named: Vec<KnownAgent> = robots
-            .file()
-            .groups
-            .iter()
-            .flat_map(|group| group.agents.iter())
-            .map(|token| KnownAgent::unlisted(token))
-            .collect();
-        let classifier = Classifier::new(catalog.known_agents().chain(named))?;
+        let index = CatalogIndex::new(catalog.clone())?;
+        let crawlers = Crawlers::build(&index, &robots, &Actions::default(), &[])?;
         Ok(Audit {
             robots,
-            classifier,
+            crawlers,
             name: "robots.txt".to_owned(),
         })
     }
@@ -109,9 +106,9 @@ impl Audit {
         &self.robots
     }
 
-    /// The classifier: the catalog and the file's tokens.
-    pub fn classifier(&self) -> &Classifier {
-        &self.classifier
+    /// The crawler table: the catalog and the file's tokens.
+    pub fn crawlers(&self) -> &Crawlers {
+        &self.crawlers
     }
 
     /// The name given with [`Audit::named`].
@@ -121,7 +118,7 @@ impl Audit {
 
     /// Starts a replay of logs in `format` (`fields` names the JSON fields).
     pub fn replay(&self, format: Format, fields: JsonFields) -> Replay<'_> {
-        let slots = self.classifier.agents().len() + 1;
+        let slots = self.crawlers.len() + 1;
         Replay {
             audit: self,
             format,
@@ -416,8 +413,8 @@ impl<'a> Replay<'a> {
         if let Some(&slot) = self.ua_cache.get(user_agent) {
             return slot;
         }
-        let unnamed = self.audit.classifier.agents().len();
-        let slot = match self.audit.classifier.classify(user_agent) {
+        let unnamed = self.audit.crawlers.len();
+        let slot = match self.audit.crawlers.classify(user_agent) {
             Identity::Crawler { index, .. } => index,
             Identity::Unnamed => unnamed,
             Identity::Person => return self.remember(user_agent, PERSON),
@@ -439,18 +436,16 @@ impl<'a> Replay<'a> {
     /// Checks and tallies one crawler request, as the proxy decides it.
     fn crawler(&mut self, slot: usize, target: &[u8], user_agent: &[u8], time: Option<i64>) {
         let audit = self.audit;
-        let unnamed = slot == audit.classifier.agents().len();
-        // An unnamed crawler follows `*`: the empty token selects no named group.
-        let token = match audit.classifier.agents().get(slot) {
-            Some(agent) => agent.token.as_str(),
-            None => "",
-        };
+        let row = audit.crawlers.get(slot);
+        let unnamed = row.is_none();
+        // An unnamed crawler follows `*`; a named one the groups it obeys.
+        let selected = row.unwrap_or(audit.crawlers.unnamed()).selected;
         let Some(tally) = self.tallies.get_mut(slot) else {
             return;
         };
         let memo = &mut self.memo;
         let tally = tally.get_or_insert_with(|| {
-            Box::new(Tally::new(memo.selection(&audit.robots, token), unnamed))
+            Box::new(Tally::new(memo.selection(&audit.robots, selected), unnamed))
         });
         tally.requests += 1;
         if let Some(users) = &mut tally.user_agents {
@@ -461,7 +456,7 @@ impl<'a> Replay<'a> {
         }
         let target = String::from_utf8_lossy(target);
         let path = path::path_and_query(&target);
-        if is_robots_txt(&path) {
+        if path::is_robots_txt(&path::normalize(path.as_bytes())) {
             tally.robots_fetches += 1;
             if let Some(time) = time {
                 tally.robots_first_fetch =
@@ -472,7 +467,7 @@ impl<'a> Replay<'a> {
         }
         let verdict = self
             .memo
-            .check(&audit.robots, tally.selection, token, &path);
+            .check(&audit.robots, tally.selection, selected, &path);
         let column = usize::from(!verdict.allowed);
         match verdict.rule {
             Some(rule) => {
@@ -527,12 +522,6 @@ impl<'a> Replay<'a> {
     pub fn finish(self, top: usize) -> Report {
         report::build(&self, top)
     }
-}
-
-/// Whether a request is for robots.txt itself (whatever its query): always allowed, as in the
-/// proxy, and the sign that a crawler reads the file.
-fn is_robots_txt(path_and_query: &str) -> bool {
-    path_and_query.split('?').next() == Some("/robots.txt")
 }
 
 fn seen(first: &mut Option<i64>, last: &mut Option<i64>, time: i64) {
@@ -655,10 +644,7 @@ mod tests {
         let mut replay = audit.replay(Format::Combined, JsonFields::default());
         for _ in 0..3 {
             assert_eq!(replay.classify(b"Mozilla/5.0 Firefox/128.0"), PERSON);
-            assert_eq!(
-                replay.classify(b"FooBot"),
-                audit.classifier().agents().len() as u32
-            );
+            assert_eq!(replay.classify(b"FooBot"), audit.crawlers().len() as u32);
         }
         assert_eq!(replay.ua_cache.len(), 2);
     }

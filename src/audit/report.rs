@@ -228,7 +228,7 @@ pub(super) fn build(replay: &Replay<'_>, top: usize) -> Report {
     let audit = replay.audit();
     let robots = audit.robots();
     let file = robots.file();
-    let agents = audit.classifier().agents();
+    let crawlers_table = audit.crawlers();
     let totals = replay.totals;
     let rule_report = |index: usize, counts: [u64; 2]| {
         file.rules.get(index).map(|rule| RuleReport {
@@ -245,11 +245,17 @@ pub(super) fn build(replay: &Replay<'_>, top: usize) -> Report {
         .enumerate()
         .filter_map(|(slot, tally)| tally.as_deref().map(|tally| (slot, tally)))
         .map(|(slot, tally)| {
-            let agent = agents.get(slot);
-            let token = agent.map_or("", |a| a.token.as_str());
+            let row = crawlers_table.get(slot);
+            let selected = row.unwrap_or(crawlers_table.unnamed()).selected;
             crawler_report(
-                agent.map(|a| (a.token.clone(), a.category.as_str(), a.operator.clone())),
-                robots.check(token, "/").group,
+                row.map(|c| {
+                    (
+                        c.name.to_string(),
+                        c.category.as_str(),
+                        c.operator.as_deref().map(str::to_owned),
+                    )
+                }),
+                selected.group(),
                 tally,
                 totals.requests,
                 top,
@@ -324,7 +330,7 @@ pub(super) fn build(replay: &Replay<'_>, top: usize) -> Report {
     }
 }
 
-/// One crawler's entry; `known` is its token, category and operator (`None`: unnamed).
+/// One crawler's entry; `known` is its name, category and operator (`None`: unnamed).
 fn crawler_report(
     known: Option<(String, &str, Option<String>)>,
     group: GroupKind,

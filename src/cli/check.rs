@@ -1,6 +1,7 @@
 //! `crawlgate check`: may this crawler fetch these URLs, and which line of robots.txt says so?
 
 use super::{read_input, CliError, ExitStatus};
+use crate::catalog::Catalog;
 use crate::robots::{Options, Reason, Robots, Rule, Verdict, DEFAULT_MAX_BYTES};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
@@ -119,9 +120,11 @@ pub fn run_check(
     if args.urls.is_empty() {
         return Err(CliError::Usage("give at least one URL to check".into()));
     }
+    let catalog = catalog()?;
+    let selected = catalog.select_in(&robots, agent);
     let mut status = ExitStatus::Success;
     for url in &args.urls {
-        let verdict = robots.check(agent, url);
+        let verdict = robots.check_selected(selected, url);
         if !verdict.allowed {
             status = ExitStatus::Failure;
         }
@@ -133,6 +136,12 @@ pub fn run_check(
         }
     }
     Ok(status)
+}
+
+/// The embedded catalog: a catalog crawler is judged by the groups it obeys (its operator's
+/// documented fallbacks, and whether it ignores `*`), as the proxy judges it.
+fn catalog() -> Result<Catalog, CliError> {
+    Catalog::embedded().map_err(|e| CliError::Usage(e.to_string()))
 }
 
 fn to_json(value: &impl Serialize) -> String {
@@ -170,6 +179,7 @@ fn check_jsonl(
     mut out: impl Write,
     mut err: impl Write,
 ) -> Result<ExitStatus, CliError> {
+    let catalog = catalog()?;
     // Consecutive queries usually share one file: compile it once.
     let mut last: Option<(String, Robots)> = None;
     let mut status = ExitStatus::Success;
@@ -225,7 +235,7 @@ fn check_jsonl(
             });
             continue;
         };
-        let verdict = robots.check(agent, &query.url);
+        let verdict = robots.check_selected(catalog.select_in(robots, agent), &query.url);
         if !verdict.allowed {
             status = ExitStatus::Failure;
         }

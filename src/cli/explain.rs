@@ -1,6 +1,8 @@
 //! `crawlgate explain`: the whole decision on one request, as the proxy would make it.
 
 use super::{CliError, ExitStatus};
+use crate::agent::Signal;
+use crate::crawlers::Origin;
 use crate::proxy::client::Forwarding;
 use crate::proxy::config::{RobotsSource, Settings};
 use crate::proxy::decide::{self, Decision, Mode, RequestFacts};
@@ -11,6 +13,7 @@ use crate::proxy::site::Snapshot;
 use crate::proxy::source::{after_fetch, AfterFetch, Fetched, OriginClient};
 use crate::proxy::state::Shared;
 use crate::robots::path::path_and_query;
+use crate::robots::GroupKind;
 use serde_json::json;
 use std::io::Write;
 use std::net::IpAddr;
@@ -146,6 +149,7 @@ pub fn run_explain(args: &ExplainArgs, mut out: impl Write) -> Result<ExitStatus
         return Ok(ExitStatus::Failure);
     };
     let facts = Facts {
+        user_agent: args.ua.as_bytes(),
         origin_now: origins
             .iter()
             .find(|(site, _)| *site == decision.site.settings.name)
@@ -162,6 +166,8 @@ pub fn run_explain(args: &ExplainArgs, mut out: impl Write) -> Result<ExitStatus
 
 /// What the explanation says beyond the decision itself.
 struct Facts<'a> {
+    /// The request's User-Agent header.
+    user_agent: &'a [u8],
     /// What the site's origin answered for robots.txt just now (origin sites).
     origin_now: Option<&'a str>,
     /// How the client address was found.
@@ -270,11 +276,8 @@ fn to_json(decision: &Decision, path: &str, facts: &Facts<'_>) -> String {
         .rule()
         .map(|rule| json!({"kind": rule.kind, "pattern": rule.pattern, "line": rule.line}));
     let snapshot = &decision.snapshot;
-    let groups = snapshot.robots.groups_for(&decision.token);
-    let group_lines: Vec<u32> = groups
-        .iter()
-        .filter_map(|&g| snapshot.robots.file().groups.get(g).map(|group| group.line))
-        .collect();
+    let group_lines = group_lines(decision);
+    let row = decision.crawler();
     let value = json!({
         "site": decision.site.settings.name,
         "path": path,
@@ -284,8 +287,12 @@ fn to_json(decision: &Decision, path: &str, facts: &Facts<'_>) -> String {
         "forwarding_header": facts.forwarding.header_read,
         "forwarding_ignored": facts.forwarding.ignored,
         "bot": &*decision.bot,
+        "name": row.map(|c| &*c.row.name),
         "token": &*decision.token,
         "category": decision.category,
+        "signal": signal_of(decision, facts.user_agent),
+        "group": decision.selected.group(),
+        "group_token": row.and_then(|c| c.group_token().map(str::to_owned)),
         "crawler": decision.crawler,
         "verification": decision.verification,
         "robots": {
@@ -331,18 +338,29 @@ fn write_text(
     for ignored in &facts.forwarding.ignored {
         writeln!(out, "ignored:       {ignored}")?;
     }
-    if !decision.crawler {
+    let Some(row) = decision.crawler() else {
         writeln!(
             out,
-            "requester:     a person (no known crawler token, no bot/crawler/spider/scraper)"
+            "requester:     a person: a browser or an app (no known crawler token where it counts, and no crawler word naming a product, URL or e-mail address)"
         )?;
         writeln!(out, "action:        forwarded: people are never blocked")?;
         return Ok(());
-    }
+    };
+    let why = match signal_of(decision, facts.user_agent) {
+        Some(signal) if row.origin != Origin::Catalog => {
+            format!(", its header carries {}", signal.describe())
+        }
+        _ => String::new(),
+    };
+    let named = if row.origin == Origin::Site {
+        ", named only by this site"
+    } else {
+        ""
+    };
     writeln!(
         out,
-        "crawler:       {} ({})",
-        decision.bot, decision.category
+        "crawler:       {} ({}{named}{why})",
+        row.name, decision.category
     )?;
     let v = &decision.verification;
     writeln!(
@@ -358,22 +376,23 @@ fn write_text(
     } else {
         &*decision.token
     };
-    let groups = snapshot.robots.groups_for(&decision.token);
-    let lines: Vec<String> = groups
-        .iter()
-        .filter_map(|&g| {
-            snapshot
-                .robots
-                .file()
-                .groups
-                .get(g)
-                .map(|group| group.line.to_string())
-        })
-        .collect();
-    let group = match snapshot.robots.check(&decision.token, path).group {
-        crate::robots::GroupKind::None => "no group applies".to_owned(),
-        crate::robots::GroupKind::Star => format!("the * group at line {}", lines.join(", ")),
-        crate::robots::GroupKind::Agent => format!("its own group at line {}", lines.join(", ")),
+    let lines: Vec<String> = group_lines(decision).iter().map(u32::to_string).collect();
+    let lines = lines.join(", ");
+    let judged_as_row = !decision.token.is_empty() && decision.token == row.token;
+    let group = match (decision.selected.group(), row.group_token()) {
+        (GroupKind::Agent, Some(own)) if own.eq_ignore_ascii_case(&row.token) => {
+            format!("its own group at line {lines}")
+        }
+        (GroupKind::Agent, Some(other)) if judged_as_row => format!(
+            "{other}'s group at line {lines} ({} obeys {other}'s group when no group names it)",
+            row.name
+        ),
+        (GroupKind::Agent, _) => format!("the group at line {lines}"),
+        (GroupKind::Star, _) => format!("the * group at line {lines}"),
+        (GroupKind::None, _) if judged_as_row && !row.star => {
+            "no group names it, and its operator says it ignores *".to_owned()
+        }
+        (GroupKind::None, _) => "no group applies".to_owned(),
     };
     let provenance = provenance(snapshot);
     let provenance = if provenance.is_empty() {
@@ -450,6 +469,21 @@ fn write_text(
         write!(out, "response:      {}", block_message(decision, path))?;
     }
     Ok(())
+}
+
+/// The lines of the groups the decision was judged by.
+fn group_lines(decision: &Decision) -> Vec<u32> {
+    let robots = &decision.snapshot.robots;
+    robots
+        .groups_of(decision.selected)
+        .iter()
+        .filter_map(|&g| robots.file().groups.get(g).map(|group| group.line))
+        .collect()
+}
+
+/// The crawler signal of the request's header, for an unnamed crawler or a site's own token.
+fn signal_of(decision: &Decision, user_agent: &[u8]) -> Option<Signal> {
+    decision.snapshot.crawlers.classify_why(user_agent).1
 }
 
 #[cfg(test)]

@@ -1,7 +1,12 @@
-//! `crawlgate lint`: every problem in a robots.txt with its line, and a summary of what it holds.
+//! `crawlgate lint`: every problem in a robots.txt with its line, the user-agent lines crawlgate
+//! never applies (browser vocabulary: they would name every person), and a summary of what it
+//! holds.
 
 use super::{read_input, CliError, ExitStatus};
-use crate::robots::{Options, Problem, Robots, DEFAULT_MAX_BYTES};
+use crate::agent::is_browser_vocabulary;
+use crate::catalog::{Catalog, Matches};
+use crate::robots::token::leading_token;
+use crate::robots::{Options, Problem, ProblemKind, Robots, DEFAULT_MAX_BYTES};
 use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
@@ -21,6 +26,99 @@ pub struct LintArgs {
     /// The parse limit in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BYTES)]
     pub max_bytes: usize,
+    /// A crawler catalog instead of the embedded one.
+    #[arg(long, value_name = "FILE")]
+    pub catalog: Option<PathBuf>,
+}
+
+/// A user-agent line whose token crawlgate never judges a browser or an app by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unjudged {
+    /// The line (of the user-agent line, or of its group's first one).
+    pub line: u32,
+    /// The value as written.
+    pub agent: String,
+    /// The product token it is read as.
+    pub token: String,
+    /// Whether the group applies to anyone: `false` for browser vocabulary and people's apps,
+    /// `true` for a catalog crawler whose token browsers also carry (`Java`), which applies
+    /// only to the crawler's own headers.
+    pub applies: bool,
+    /// Why, for a person to read.
+    pub reason: String,
+}
+
+/// The line in `lines` (1-based numbers `from..to`) of the user-agent line that names `token`.
+fn agent_line(bytes: &[u8], from: u32, to: u32, token: &str) -> Option<u32> {
+    let lines = bytes
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .map(|(i, l)| (i + 1, l));
+    lines
+        .filter(|(number, _)| (from as usize..to as usize).contains(number))
+        .find_map(|(number, line)| {
+            let line = String::from_utf8_lossy(line);
+            let (key, value) = line.split_once(':')?;
+            let names = key.to_ascii_lowercase().contains("agent")
+                && leading_token(value.trim()).eq_ignore_ascii_case(token);
+            names.then(|| u32::try_from(number).ok()).flatten()
+        })
+}
+
+/// The user-agent lines of `robots` (parsed from `bytes`) that name browser vocabulary or a
+/// person's app.
+pub fn unjudged(bytes: &[u8], robots: &Robots, catalog: &Catalog) -> Vec<Unjudged> {
+    let file = robots.file();
+    let mut found = Vec::new();
+    for (index, group) in file.groups.iter().enumerate() {
+        let next = file.groups.get(index + 1).map_or(u32::MAX, |g| g.line);
+        for token in &group.agents {
+            let entry = catalog.get(token);
+            let app = entry.is_some_and(|e| e.matches == Matches::Never);
+            if !is_browser_vocabulary(token) && !app {
+                continue;
+            }
+            // The trimmed value, and its own line, when the parser had to cut it.
+            let trimmed = robots
+                .problems()
+                .into_iter()
+                .find_map(|problem| match &problem.kind {
+                    ProblemKind::AgentTrimmed { found, token: read }
+                        if read == token && problem.line >= group.line && problem.line < next =>
+                    {
+                        Some((problem.line, found.clone()))
+                    }
+                    _ => None,
+                });
+            let (line, agent) = trimmed.unwrap_or_else(|| {
+                let line = agent_line(bytes, group.line, next, token).unwrap_or(group.line);
+                (line, token.clone())
+            });
+            let (applies, reason) = match entry {
+                Some(e) if e.matches != Matches::Never => (
+                    true,
+                    format!("`{token}` is also in browsers' and apps' headers: crawlgate applies this group only to {}'s own requests, never to a person", e.display_name()),
+                ),
+                Some(e) => (
+                    false,
+                    format!("`{}` is a person's app: people are never judged, so this group never applies", e.display_name()),
+                ),
+                None => (
+                    false,
+                    format!("`{token}` is browser vocabulary, sent by people's browsers and apps: crawlgate never applies this group to anyone"),
+                ),
+            };
+            found.push(Unjudged {
+                line,
+                agent,
+                token: token.clone(),
+                applies,
+                reason,
+            });
+        }
+    }
+    found.sort_by_key(|u| u.line);
+    found
 }
 
 /// What a file holds, counted.
@@ -71,6 +169,7 @@ struct Report<'a> {
     file: String,
     summary: Summary,
     problems: Vec<&'a Problem>,
+    unjudged: Vec<Unjudged>,
 }
 
 /// Runs `lint` and writes its report on `out`.
@@ -80,14 +179,23 @@ pub fn run_lint(args: &LintArgs, mut out: impl Write) -> Result<ExitStatus, CliE
         max_bytes: args.max_bytes,
     };
     let robots = Robots::parse_with(&bytes, options);
+    let catalog = match &args.catalog {
+        Some(path) => Catalog::from_file(path),
+        None => Catalog::embedded(),
+    }
+    .map_err(|e| CliError::Config(e.to_string()))?;
     let problems = robots.problems();
+    let unjudged = unjudged(&bytes, &robots, &catalog);
+    let never = unjudged.iter().filter(|u| !u.applies).count();
     let summary = Summary::of(&robots);
     let name = args.file.display().to_string();
+    let failing = !problems.is_empty() || never > 0;
     if args.json {
         let report = Report {
             file: name,
             summary,
             problems: problems.clone(),
+            unjudged,
         };
         let json = serde_json::to_string(&report).unwrap_or_default();
         writeln!(out, "{json}")?;
@@ -96,9 +204,27 @@ pub fn run_lint(args: &LintArgs, mut out: impl Write) -> Result<ExitStatus, CliE
             writeln!(out, "{name}:{}: {}", problem.line, problem.kind)?;
             writeln!(out, "    {}", problem.text)?;
         }
+        for line in &unjudged {
+            let read = if line.agent == line.token {
+                String::new()
+            } else {
+                format!(" (read as `{}`)", line.token)
+            };
+            writeln!(
+                out,
+                "{name}:{}: user-agent{read}: {}",
+                line.line, line.reason
+            )?;
+            writeln!(out, "    User-agent: {}", line.agent)?;
+        }
+        let never = if never > 0 {
+            format!("; {never} user-agent lines never apply")
+        } else {
+            String::new()
+        };
         writeln!(
             out,
-            "{name}: {} lines, {} groups, {} agents, {} rules, {} sitemaps, {} crawl-delays; {} problems",
+            "{name}: {} lines, {} groups, {} agents, {} rules, {} sitemaps, {} crawl-delays; {} problems{never}",
             summary.lines,
             summary.groups,
             summary.agents,
@@ -108,7 +234,7 @@ pub fn run_lint(args: &LintArgs, mut out: impl Write) -> Result<ExitStatus, CliE
             summary.problems
         )?;
     }
-    Ok(if args.strict && !problems.is_empty() {
+    Ok(if args.strict && failing {
         ExitStatus::Failure
     } else {
         ExitStatus::Success
@@ -127,6 +253,7 @@ mod tests {
             strict: flags.contains(&"--strict"),
             json: flags.contains(&"--json"),
             max_bytes: DEFAULT_MAX_BYTES,
+            catalog: None,
         };
         args.file = file.path().to_owned();
         let mut out = Vec::new();
@@ -153,6 +280,43 @@ mod tests {
             lint("User-agent: *\nDisallow: /\n", &["--strict"]).0,
             ExitStatus::Success
         );
+    }
+
+    #[test]
+    fn user_agent_lines_that_name_browser_vocabulary_never_apply() {
+        let text = "User-agent: Mozilla/4.0 (compatible; BullsEye; Windows 95)\nUser-agent: Microsoft URL Control\nDisallow: /\n\nUser-agent: Java/1.4\nUser-agent: WhatsApp\nUser-agent: GPTBot\nDisallow: /\n";
+        let (status, out) = lint(text, &["--strict"]);
+        assert_eq!(status, ExitStatus::Failure);
+        assert!(
+            out.contains(":1: user-agent (read as `Mozilla`): `Mozilla` is browser vocabulary"),
+            "{out}"
+        );
+        assert!(
+            out.contains("    User-agent: Mozilla/4.0 (compatible; BullsEye; Windows 95)\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains(":2: user-agent (read as `Microsoft`)"),
+            "{out}"
+        );
+        assert!(
+            out.contains(":5: user-agent (read as `Java`): `Java` is also in browsers'"),
+            "{out}"
+        );
+        assert!(
+            out.contains(":6: user-agent: `WhatsApp` is a person's app"),
+            "{out}"
+        );
+        assert!(!out.contains("GPTBot"), "{out}");
+        assert!(
+            out.ends_with("; 3 problems; 3 user-agent lines never apply\n"),
+            "{out}"
+        );
+        let (_, json) = lint(text, &["--json"]);
+        let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(report["unjudged"][0]["token"], "Mozilla");
+        assert_eq!(report["unjudged"][0]["applies"], false);
+        assert_eq!(report["unjudged"][2]["applies"], true);
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! proxy runs on ([`Settings`]), built by a function that reports every error with its key and
 //! line, and what would be valid.
 
-use crate::policy::Action;
+use crate::agent::Category;
+use crate::policy::{Action, Actions};
+use crate::robots::token::is_product_token;
 use crate::robots::DEFAULT_MAX_BYTES;
 use serde::{Deserialize, Deserializer};
 use std::collections::{BTreeMap, HashMap};
@@ -355,22 +357,31 @@ pub struct MetricsFile {
     pub listen: Addr,
 }
 
-/// A product token used as a key (`bots:`), checked to be one.
+/// A crawler's product token (`GPTBot`), or the name a catalog gives it (`MJ12bot`), used as a
+/// key (`bots:`, `verification:`), checked to be one.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Token(pub String);
+
+impl Token {
+    /// Whether it is a product token (a name such as `MJ12bot` is not): only product tokens
+    /// name crawlers the catalog does not know.
+    pub fn is_product_token(&self) -> bool {
+        is_product_token(&self.0)
+    }
+}
 
 impl<'de> Deserialize<'de> for Token {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d)?;
-        if !text.is_empty()
+        let name = text.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
             && text
                 .bytes()
-                .all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_')
-        {
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+        if is_product_token(&text) || name {
             Ok(Token(text))
         } else {
             Err(serde::de::Error::custom(format!(
-                "`{text}` is not a product token: use letters, `-` and `_` only, such as GPTBot"
+                "`{text}` is not a product token: use letters, `-` and `_` only, such as GPTBot (or a catalog name such as MJ12bot)"
             )))
         }
     }
@@ -397,7 +408,10 @@ pub struct SiteFile {
     /// What to do with crawler requests that robots.txt disallows.
     #[serde(default = "default_action")]
     pub action: Action,
-    /// Per-crawler overrides of `action`.
+    /// Per-category actions, such as `{ai-training: block, seo: tag, http-library: count}`.
+    #[serde(default)]
+    pub categories: BTreeMap<Category, Action>,
+    /// Per-crawler overrides of `action` and `categories`.
     #[serde(default)]
     pub bots: BTreeMap<Token, Action>,
     /// The block response.
@@ -595,10 +609,12 @@ pub struct SiteSettings {
     pub robots: RobotsSettings,
     /// The action for disallowed crawler requests.
     pub action: Action,
-    /// Per-crawler overrides, by lower-cased token.
+    /// Per-category actions (`http-library` is `count` unless given here).
+    pub category_actions: BTreeMap<Category, Action>,
+    /// Per-crawler overrides, by lower-cased token or catalog name.
     pub bot_actions: HashMap<String, Action>,
-    /// The tokens of the overrides as written (they are known tokens even if nothing else names
-    /// them).
+    /// The product tokens of the overrides as written (they are known tokens even if nothing
+    /// else names them).
     pub bot_tokens: Vec<String>,
     /// The block status.
     pub block_status: u16,
@@ -611,12 +627,13 @@ pub struct SiteSettings {
 }
 
 impl SiteSettings {
-    /// The action for a crawler: its override, else the site's.
-    pub fn action_for(&self, token_lowercase: &str) -> Action {
-        self.bot_actions
-            .get(token_lowercase)
-            .copied()
-            .unwrap_or(self.action)
+    /// The site's actions: per crawler, per category, and its own (see [`Actions`]).
+    pub fn actions(&self) -> Actions {
+        Actions {
+            site: self.action,
+            categories: self.category_actions.clone(),
+            crawlers: self.bot_actions.clone(),
+        }
     }
 }
 
@@ -1058,12 +1075,18 @@ impl Validator<'_> {
             upstream,
             robots,
             action: site.action,
+            category_actions: site.categories.clone(),
             bot_actions: site
                 .bots
                 .iter()
                 .map(|(token, action)| (token.0.to_ascii_lowercase(), *action))
                 .collect(),
-            bot_tokens: site.bots.keys().map(|t| t.0.clone()).collect(),
+            bot_tokens: site
+                .bots
+                .keys()
+                .filter(|token| token.is_product_token())
+                .map(|t| t.0.clone())
+                .collect(),
             block_status: site.block.status,
             tag_prefix: prefix.clone(),
             crawl_delay: site.crawl_delay.unwrap_or(CrawlDelayMode::Count),
@@ -1555,6 +1578,17 @@ mod tests {
         );
     }
 
+    /// Checks the actions the only site of `text` takes on crawlers (token, name, category);
+    /// returns the site.
+    fn assert_actions(text: &str, cases: &[(&str, &str, Category, Action)]) -> SiteSettings {
+        let site = parse(text).unwrap().sites.remove(0);
+        let actions = site.actions();
+        for &(token, name, category, want) in cases {
+            assert_eq!(actions.for_crawler(token, name, category), want, "{name}");
+        }
+        site
+    }
+
     #[test]
     fn trusted_proxies_name_the_one_header_they_write() {
         let text =
@@ -1614,10 +1648,48 @@ mod tests {
     fn per_bot_actions_are_case_insensitive() {
         let text = MINIMAL.replace(
             "    robots:",
-            "    action: count\n    bots: {GPTBot: block}\n    robots:",
+            "    action: count\n    bots: {GPTBot: block, MJ12bot: tag}\n    robots:",
         );
-        let site = &parse(&text).unwrap().sites[0];
-        assert_eq!(site.action_for("gptbot"), Action::Block);
-        assert_eq!(site.action_for("ccbot"), Action::Count);
+        let site = assert_actions(
+            &text,
+            &[
+                ("gptbot", "GPTBot", Category::AiTraining, Action::Block),
+                ("CCBot", "CCBot", Category::AiTraining, Action::Count),
+                ("MJ", "MJ12bot", Category::Seo, Action::Tag),
+            ],
+        );
+        // A catalog name is a key, but only product tokens name crawlers of the site's own.
+        assert_eq!(site.bot_tokens, ["GPTBot"]);
+    }
+
+    #[test]
+    fn actions_per_category() {
+        let text = MINIMAL.replace(
+            "    robots:",
+            "    categories: {ai-training: block, seo: tag, http-library: count}\n    robots:",
+        );
+        assert_actions(
+            &text,
+            &[
+                ("SemrushBot", "SemrushBot", Category::Seo, Action::Tag),
+                ("curl", "curl", Category::HttpLibrary, Action::Count),
+            ],
+        );
+        // The default: http-library is counted, everything else gets the site's action.
+        let site = assert_actions(
+            MINIMAL,
+            &[
+                ("okhttp", "okhttp", Category::HttpLibrary, Action::Count),
+                ("GPTBot", "GPTBot", Category::AiTraining, Action::Block),
+            ],
+        );
+        assert!(site.category_actions.is_empty());
+        let bad = MINIMAL.replace(
+            "    robots:",
+            "    categories: {robots: block}\n    robots:",
+        );
+        let error = parse(&bad).unwrap_err();
+        assert!(error.message.contains("ai-training"), "{error}");
+        assert_eq!(error.line, Some(5));
     }
 }

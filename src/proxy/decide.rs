@@ -8,9 +8,12 @@ use super::config::CrawlDelayMode;
 use super::politeness::{Pace, Subject};
 use super::site::{Site, Snapshot};
 use super::state::Shared;
+use super::ua_memo::Class;
 use super::verify::{Verification, Verified};
 use crate::agent::Identity;
+use crate::crawlers::Crawler;
 use crate::policy::{self, Action, Outcome, Requester, VerdictLabel};
+use crate::robots::{path, Selected};
 use serde::Serialize;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
@@ -76,10 +79,15 @@ pub struct Decision {
     pub client: IpAddr,
     /// Whose politeness state (crawl-delay slot, robots.txt fetches) the request counts in.
     pub subject: Subject,
-    /// The metric label of the requester (`GPTBot`, `unnamed`, `person`).
+    /// The metric label of the requester (`GPTBot`, `MJ12bot`, `unnamed`, `person`).
     pub bot: Arc<str>,
     /// The product token robots.txt is asked about (`""` for `*`).
     pub token: Arc<str>,
+    /// Its row of the site's crawler table (in `snapshot`), or a person.
+    pub class: Class,
+    /// The groups it is judged by in the snapshot in force (its own, its operator's fallback's,
+    /// `*`, or none).
+    pub selected: Selected,
     /// The category label.
     pub category: &'static str,
     /// Whether it is a crawler.
@@ -105,6 +113,15 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// The crawler's row of the site's table; `None` for a person.
+    pub fn crawler(&self) -> Option<Crawler<'_>> {
+        match self.class {
+            Class::Crawler(index) => self.snapshot.crawlers.get(index),
+            Class::Unnamed => Some(self.snapshot.crawlers.unnamed()),
+            Class::Person => None,
+        }
+    }
+
     /// The deciding rule.
     pub fn rule(&self) -> Option<&crate::robots::Rule> {
         let snapshot = self.decided_by_previous.as_ref().unwrap_or(&self.snapshot);
@@ -112,9 +129,17 @@ impl Decision {
     }
 }
 
-/// Whether a request path is the robots.txt file itself (whatever its query).
-pub fn is_robots_txt(path_and_query: &str) -> bool {
-    path_and_query.split('?').next() == Some("/robots.txt")
+/// Whether a request target is the robots.txt file itself (whatever its query, however it is
+/// percent-encoded): [`path::is_robots_txt`] on the normalised path. Every request asks, so a
+/// path without escapes is compared as it is: normalising it could only add escapes, and
+/// `/robots.txt` has none.
+pub fn is_robots_txt(target: &str) -> bool {
+    let target = path::path_and_query(target);
+    let raw_path = target.split('?').next().unwrap_or_default();
+    if !raw_path.contains('%') {
+        return raw_path == "/robots.txt";
+    }
+    path::is_robots_txt(&path::normalize(target.as_bytes()))
 }
 
 /// Decides a request, or `None` when no site serves its host.
@@ -125,43 +150,52 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     let client = global.trusted.client_of(peer, &facts.forwarding);
     let snapshot = site.snapshot.load_full();
     let identity = snapshot.classify(facts.user_agent);
-    let bot = snapshot.bot_label(&identity).clone();
+    let crawler = snapshot.crawler(&identity);
     let robots_txt = is_robots_txt(facts.path);
     let site_name = &site.name;
-    let (token, token_lower) = snapshot.token(&identity);
-    let (token, token_lower) = (token.clone(), token_lower.clone());
-
-    let (requester, category) = match identity {
-        Identity::Crawler { agent, .. } => (Requester::Crawler, agent.category.as_str()),
-        Identity::Unnamed => (Requester::Crawler, "unnamed"),
-        Identity::Person => (Requester::Person, "person"),
+    let class = match identity {
+        Identity::Crawler { index, .. } => Class::Crawler(index),
+        Identity::Unnamed => Class::Unnamed,
+        Identity::Person => Class::Person,
     };
-    let verification = match identity {
-        Identity::Crawler { agent, .. } => {
+    let (requester, category) = match crawler {
+        Some(crawler) => (Requester::Crawler, crawler.category.as_str()),
+        None => (Requester::Person, "person"),
+    };
+    let verification = match (identity, crawler) {
+        (Identity::Crawler { .. }, Some(crawler)) => {
             global
                 .verifier
-                .verify(&agent.token, &token_lower, client, mode.use_dns)
+                .verify(&crawler.token, &crawler.token_lower, client, mode.use_dns)
                 .await
         }
-        Identity::Unnamed => Verification::fixed(
+        (Identity::Crawler { .. }, None) => Verification::fixed(
+            Verified::Unverifiable,
+            "no published ranges or reverse DNS are configured for this crawler",
+        ),
+        (Identity::Unnamed, _) => Verification::fixed(
             Verified::Unverifiable,
             "an unnamed crawler claims no identity",
         ),
-        Identity::Person => Verification::none(),
+        (Identity::Person, _) => Verification::none(),
     };
     let spoofed = verification.result == Verified::Spoofed;
     // A fake Googlebot is not Googlebot: robots.txt is read for it as for any unnamed crawler,
     // and its politeness state is its own address's, not Googlebot's.
-    let token = if spoofed {
-        snapshot.token(&Identity::Unnamed).0.clone()
-    } else {
-        token
+    let unnamed = snapshot.crawlers.unnamed();
+    let judged = match crawler {
+        Some(crawler) if !spoofed => crawler,
+        _ => unnamed,
     };
     // Only a verified crawler shares one state across its addresses: a claim nobody checked
     // counts against its own address, so a forger uses up its own slot and not the crawler's.
     let subject = match (&identity, verification.result) {
-        (Identity::Crawler { .. }, Verified::Verified) => Subject::Crawler(token_lower),
-        (Identity::Crawler { .. }, Verified::Unverifiable) => Subject::Claim(token_lower, client),
+        (Identity::Crawler { .. }, Verified::Verified) => {
+            Subject::Crawler(judged.token_lower.clone())
+        }
+        (Identity::Crawler { .. }, Verified::Unverifiable) => {
+            Subject::Claim(judged.token_lower.clone(), client)
+        }
         _ => Subject::Client(client),
     };
 
@@ -172,14 +206,19 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
         peer,
         client,
         subject,
-        bot,
-        token,
+        bot: crawler.map_or_else(
+            || snapshot.crawlers.person_label().clone(),
+            |c| c.label.clone(),
+        ),
+        token: judged.token.clone(),
+        class,
+        selected: judged.selected,
         category,
         crawler: requester == Requester::Crawler,
         verification,
         verdict: VerdictLabel::Exempt,
         rule: None,
-        action: snapshot.action(&identity),
+        action: crawler.map_or(site.settings.action, |c| c.action),
         outcome: Outcome::Forwarded,
         robots_txt,
         robots_unread: false,
@@ -203,7 +242,9 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     decision.robots_unread =
         last_fetch.is_none_or(|at| now.duration_since(at).unwrap_or_default() > window);
 
-    let verdict = snapshot.robots.check(&decision.token, facts.path);
+    let verdict = snapshot
+        .robots
+        .check_selected(decision.selected, facts.path);
     decision.rule = verdict.rule_index;
     decision.verdict = if verdict.allowed {
         VerdictLabel::Allowed
@@ -212,13 +253,7 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     };
     if !verdict.allowed {
         if let Some((previous, rule)) = grace(
-            &site,
-            &snapshot,
-            &decision.token,
-            facts.path,
-            last_fetch,
-            now,
-            shared,
+            &site, &snapshot, judged, facts.path, last_fetch, now, shared,
         ) {
             decision.verdict = VerdictLabel::Grace;
             decision.rule = rule;
@@ -241,7 +276,7 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     if delay_mode != CrawlDelayMode::Off && forwarded {
         if let Some(delay) = snapshot
             .robots
-            .crawl_delay(&decision.token)
+            .crawl_delay_selected(decision.selected)
             .filter(|d| !d.is_zero())
         {
             let pace = politeness.pace(
@@ -288,7 +323,7 @@ fn ceil_seconds(wait: Duration) -> u64 {
 fn grace(
     site: &Site,
     current: &Snapshot,
-    token: &str,
+    crawler: Crawler<'_>,
     path: &str,
     last_fetch: Option<SystemTime>,
     now: SystemTime,
@@ -304,7 +339,38 @@ fn grace(
     if fetched < previous.loaded_at {
         return None;
     }
-    let verdict = previous.robots.check(token, path);
+    let verdict = previous
+        .robots
+        .check_selected(crawler.select_in(&previous.robots), path);
     let rule = verdict.rule_index;
     verdict.allowed.then_some((previous, rule))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn robots_txt_is_the_normalised_predicate_with_a_fast_path() {
+        let general = |target: &str| {
+            path::is_robots_txt(&path::normalize(path::path_and_query(target).as_bytes()))
+        };
+        for target in [
+            "/robots.txt",
+            "/robots.txt?x=1",
+            "/%72obots.txt",
+            "/robots%2Etxt",
+            "/robots.txt%3Fx",
+            "/robots.txt/x",
+            "/a/robots.txt",
+            "https://example.com/robots.txt?x",
+            "/robots.txt#top",
+            "/robots.tx",
+            "/ robots.txt",
+            "",
+        ] {
+            assert_eq!(is_robots_txt(target), general(target), "{target}");
+        }
+        assert!(is_robots_txt("/%72obots.txt") && !is_robots_txt("/robots.txt%3Fx"));
+    }
 }

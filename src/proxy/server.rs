@@ -89,6 +89,7 @@ pub fn demo_settings(socket: PathBuf) -> Settings {
                 on_unreachable: OnUnreachable::KeepLast,
             },
             action: Action::Block,
+            category_actions: Default::default(),
             bot_actions: HashMap::new(),
             bot_tokens: Vec::new(),
             block_status: 403,

@@ -1,14 +1,14 @@
 //! A site at run time: its settings, its origin, and the snapshot of robots.txt in force.
 //!
-//! A [`Snapshot`] is everything a request needs to be decided — the compiled robots.txt, the
-//! classifier for its crawlers, the labels for metrics — built off the request path and swapped
-//! in whole with arc-swap, so that no request ever sees half a reload.
+//! A [`Snapshot`] is everything a request needs to be decided — the compiled robots.txt and the
+//! site's crawler table judged by it ([`Crawlers`]: classifier, names, labels, actions, the
+//! groups each crawler obeys) — built off the request path and swapped in whole with arc-swap,
+//! so that no request ever sees half a reload.
 
 use super::config::{OnUnreachable, RobotsSource, SiteSettings, UpstreamAddr};
 use super::ua_memo::{self, Class};
-use crate::agent::{Classifier, ClassifierError, Identity, KnownAgent};
-use crate::catalog::Catalog;
-use crate::policy::Action;
+use crate::agent::{ClassifierError, Identity};
+use crate::crawlers::{Crawler, Crawlers};
 use crate::robots::{Options, Robots};
 use arc_swap::{ArcSwap, ArcSwapOption};
 use bytes::Bytes;
@@ -20,10 +20,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
-/// How many tokens named only by a site's robots.txt (or its `bots:` overrides) get a metric
-/// label of their own; the rest are labelled `other`, so that a hostile file cannot blow up the
-/// number of series.
-pub const MAX_SITE_TOKEN_LABELS: usize = 100;
+pub use crate::crawlers::{CatalogIndex, MAX_SITE_TOKEN_LABELS};
 
 /// Where the robots.txt in force came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,48 +64,6 @@ pub fn live_snapshots() -> usize {
 /// The robots.txt text that stands in when the real one is unavailable or unreachable.
 const DISALLOW_ALL: &[u8] = b"User-agent: *\nDisallow: /\n";
 
-/// The catalog's crawlers, classified by one automaton that every site shares: a site pays only
-/// for the tokens its own robots.txt and overrides add.
-#[derive(Debug)]
-pub struct CatalogIndex {
-    /// The catalog.
-    pub catalog: Catalog,
-    classifier: Arc<Classifier>,
-    /// Each catalog agent's token as written and lower-cased.
-    tokens: Vec<(Arc<str>, Arc<str>)>,
-}
-
-impl CatalogIndex {
-    /// Builds the shared automaton over a catalog.
-    pub fn new(catalog: Catalog) -> Result<CatalogIndex, ClassifierError> {
-        let classifier = Arc::new(Classifier::new(catalog.known_agents())?);
-        let tokens = token_pairs(classifier.agents());
-        Ok(CatalogIndex {
-            catalog,
-            classifier,
-            tokens,
-        })
-    }
-
-    fn knows(&self, token: &str) -> bool {
-        self.tokens
-            .iter()
-            .any(|(written, _)| written.eq_ignore_ascii_case(token))
-    }
-}
-
-fn token_pairs(agents: &[KnownAgent]) -> Vec<(Arc<str>, Arc<str>)> {
-    agents
-        .iter()
-        .map(|agent| {
-            (
-                Arc::from(agent.token.as_str()),
-                Arc::from(agent.token.to_ascii_lowercase()),
-            )
-        })
-        .collect()
-}
-
 /// Everything a request of one site is decided with, built at once and swapped in whole.
 #[derive(Debug)]
 pub struct Snapshot {
@@ -116,20 +71,8 @@ pub struct Snapshot {
     id: u64,
     /// The compiled robots.txt in force (or its stand-in).
     pub robots: Robots,
-    /// The catalog's crawlers (shared by every site).
-    catalog: Arc<Classifier>,
-    /// Tokens the file and the overrides name that the catalog does not: this site's own.
-    extras: Option<Classifier>,
-    /// Per agent, catalog first then extras: token as written and lower-cased, metric label,
-    /// and action (its override, else the site's).
-    tokens: Vec<(Arc<str>, Arc<str>)>,
-    bot_labels: Vec<Arc<str>>,
-    actions: Vec<Action>,
-    /// The site's action, for unnamed crawlers.
-    site_action: Action,
-    unnamed_label: Arc<str>,
-    person_label: Arc<str>,
-    no_token: Arc<str>,
+    /// The site's crawlers, judged by this file.
+    pub crawlers: Crawlers,
     /// The bytes as loaded (empty for a stand-in).
     pub bytes: Bytes,
     /// When the origin gave this answer (`None` for files, inline text and stand-ins): the age
@@ -166,55 +109,13 @@ impl Snapshot {
             }
             SourceState::Unreachable | SourceState::Pending => Robots::parse(b""),
         };
-        let named: Vec<KnownAgent> = robots
-            .file()
-            .groups
-            .iter()
-            .flat_map(|group| group.agents.iter())
-            .chain(site.bot_tokens.iter())
-            .filter(|token| !catalog.knows(token))
-            .map(|token| KnownAgent::unlisted(token))
-            .collect();
-        let extras = if named.is_empty() {
-            None
-        } else {
-            Some(Classifier::new(named)?)
-        };
-        let mut tokens = catalog.tokens.clone();
-        if let Some(extras) = &extras {
-            tokens.extend(token_pairs(extras.agents()));
-        }
-        let catalog_len = catalog.tokens.len();
-        let other: Arc<str> = Arc::from("other");
-        let bot_labels = tokens
-            .iter()
-            .enumerate()
-            .map(|(index, (written, _))| {
-                if index < catalog_len + MAX_SITE_TOKEN_LABELS {
-                    written.clone()
-                } else {
-                    other.clone()
-                }
-            })
-            .collect();
-        let actions = tokens
-            .iter()
-            .map(|(_, lower)| site.action_for(lower))
-            .collect();
+        let crawlers = Crawlers::build(catalog, &robots, &site.actions(), &site.bot_tokens)?;
         let sha256 = hex(&Sha256::digest(&bytes));
         LIVE_SNAPSHOTS.fetch_add(1, Ordering::Relaxed);
         Ok(Snapshot {
             id: NEXT_SNAPSHOT_ID.fetch_add(1, Ordering::Relaxed),
             robots,
-            catalog: catalog.classifier.clone(),
-            extras,
-            tokens,
-            bot_labels,
-            actions,
-            site_action: site.action,
-            unnamed_label: Arc::from("unnamed"),
-            person_label: Arc::from("person"),
-            no_token: Arc::from(""),
+            crawlers,
             fetched_at: None,
             restored: false,
             bytes,
@@ -224,19 +125,19 @@ impl Snapshot {
         })
     }
 
-    /// Classifies a User-Agent against the catalog and this site's own tokens: the longest
-    /// known token wins, as within one automaton. Recent headers are answered from the worker
-    /// thread's memo ([`ua_memo`]).
+    /// Classifies a User-Agent against the catalog and this site's own tokens (see
+    /// [`Crawlers::classify`]). Recent headers are answered from the worker thread's memo
+    /// ([`ua_memo`]).
     pub fn classify<'a>(&'a self, user_agent: &[u8]) -> Identity<'a> {
         let class = ua_memo::classify_memoized(self.id, user_agent, || {
-            match self.classify_afresh(user_agent) {
+            match self.crawlers.classify(user_agent) {
                 Identity::Crawler { index, .. } => Class::Crawler(index),
                 Identity::Unnamed => Class::Unnamed,
                 Identity::Person => Class::Person,
             }
         });
         match class {
-            Class::Crawler(index) => match self.agent(index) {
+            Class::Crawler(index) => match self.crawlers.agent(index) {
                 Some(agent) => Identity::Crawler { index, agent },
                 None => Identity::Unnamed,
             },
@@ -245,82 +146,14 @@ impl Snapshot {
         }
     }
 
-    /// Agent `index`: the catalog's first, then this site's own.
-    fn agent(&self, index: usize) -> Option<&KnownAgent> {
-        let catalog = self.catalog.agents();
-        match catalog.get(index) {
-            Some(agent) => Some(agent),
-            None => self
-                .extras
-                .as_ref()
-                .and_then(|extras| extras.agents().get(index - catalog.len())),
-        }
-    }
-
     /// [`Snapshot::classify`] without the memo.
     pub fn classify_afresh<'a>(&'a self, user_agent: &[u8]) -> Identity<'a> {
-        let from_catalog = self.catalog.classify(user_agent);
-        let Some(extras) = &self.extras else {
-            return from_catalog;
-        };
-        let offset = self.catalog.agents().len();
-        match (from_catalog, extras.classify(user_agent)) {
-            (
-                Identity::Crawler { index, agent },
-                Identity::Crawler {
-                    agent: own,
-                    index: own_index,
-                },
-            ) if own.token.len() > agent.token.len() => {
-                let _ = index;
-                Identity::Crawler {
-                    index: offset + own_index,
-                    agent: own,
-                }
-            }
-            (catalog @ Identity::Crawler { .. }, _) => catalog,
-            (_, Identity::Crawler { index, agent }) => Identity::Crawler {
-                index: offset + index,
-                agent,
-            },
-            (Identity::Unnamed, _) | (_, Identity::Unnamed) => Identity::Unnamed,
-            _ => Identity::Person,
-        }
+        self.crawlers.classify(user_agent)
     }
 
-    /// The metric label for an identity.
-    pub fn bot_label(&self, identity: &Identity<'_>) -> &Arc<str> {
-        match identity {
-            Identity::Crawler { index, .. } => {
-                self.bot_labels.get(*index).unwrap_or(&self.unnamed_label)
-            }
-            Identity::Unnamed => &self.unnamed_label,
-            Identity::Person => &self.person_label,
-        }
-    }
-
-    /// The token robots.txt is read with for an identity (`""` reads the `*` group), and its
-    /// lower-cased form.
-    pub fn token(&self, identity: &Identity<'_>) -> (&Arc<str>, &Arc<str>) {
-        match identity {
-            Identity::Crawler { index, .. } => match self.tokens.get(*index) {
-                Some((written, lower)) => (written, lower),
-                None => (&self.no_token, &self.no_token),
-            },
-            Identity::Unnamed | Identity::Person => (&self.no_token, &self.no_token),
-        }
-    }
-
-    /// The action configured for an identity's disallowed requests.
-    pub fn action(&self, identity: &Identity<'_>) -> Action {
-        match identity {
-            Identity::Crawler { index, .. } => self
-                .actions
-                .get(*index)
-                .copied()
-                .unwrap_or(self.site_action),
-            Identity::Unnamed | Identity::Person => self.site_action,
-        }
+    /// The crawler an identity is: its row of the site's table, or none for a person.
+    pub fn crawler(&self, identity: &Identity<'_>) -> Option<Crawler<'_>> {
+        self.crawlers.row(identity)
     }
 
     /// Why this snapshot is a stand-in, for block messages and logs.
@@ -530,6 +363,8 @@ impl Sites {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::Catalog;
+    use crate::policy::Action;
     use crate::proxy::config::Settings;
     use std::path::Path;
 
@@ -543,27 +378,43 @@ mod tests {
             .remove(0)
     }
 
+    fn label(snapshot: &Snapshot, ua: &[u8]) -> Option<String> {
+        snapshot
+            .crawler(&snapshot.classify(ua))
+            .map(|crawler| crawler.label.to_string())
+    }
+
     #[test]
     fn tokens_from_the_file_and_overrides_are_known_crawlers() {
         let site = settings(
             "inline: \"User-agent: FooCrawler\\nDisallow: /\\n\"",
-            "    bots: {BarAgent: tag}\n",
+            "    bots: {BarAgent: tag}\n    categories: {ai-training: count}\n",
         );
         let catalog = CatalogIndex::new(Catalog::embedded().unwrap()).unwrap();
         let site = Site::new(site, &catalog).unwrap();
         let snapshot = site.snapshot.load();
-        let identity = snapshot.classify(b"FooCrawler/1.0");
-        assert_eq!(&**snapshot.bot_label(&identity), "FooCrawler");
-        assert_eq!(snapshot.action(&identity), Action::Block);
-        let identity = snapshot.classify(b"BarAgent");
-        assert_eq!(&**snapshot.bot_label(&identity), "BarAgent");
-        assert_eq!(snapshot.action(&identity), Action::Tag);
-        let identity = snapshot.classify(b"Mozilla/5.0 (compatible; GPTBot/1.2)");
-        assert_eq!(&**snapshot.bot_label(&identity), "GPTBot");
+        let row = |ua: &[u8]| {
+            snapshot
+                .crawler(&snapshot.classify(ua))
+                .map(|c| (c.label.clone(), c.action))
+        };
+        let foo = row(b"FooCrawler/1.0").unwrap();
+        assert_eq!((&*foo.0, foo.1), ("FooCrawler", Action::Block));
+        // A token only the configuration names needs a crawler signal, like any site token.
+        assert!(row(b"BarAgent").is_none());
+        let bar = row(b"BarAgent/1.0 (compatible; +https://bar.example)").unwrap();
+        assert_eq!((&*bar.0, bar.1), ("BarAgent", Action::Tag));
+        let gpt = row(b"Mozilla/5.0 (compatible; GPTBot/1.2)").unwrap();
+        assert_eq!((&*gpt.0, gpt.1), ("GPTBot", Action::Count));
         // A site token longer than a catalog token in the same header wins, as in one automaton.
-        let identity = snapshot.classify(b"GPTBot/1.0 FooCrawler/2.0");
-        assert_eq!(&**snapshot.bot_label(&identity), "FooCrawler");
-        assert_eq!(&**snapshot.bot_label(&Identity::Person), "person");
+        assert_eq!(
+            label(&snapshot, b"GPTBot/1.0 FooCrawler/2.0").as_deref(),
+            Some("FooCrawler")
+        );
+        assert_eq!(
+            label(&snapshot, b"Mozilla/5.0 Firefox/128.0").as_deref(),
+            None
+        );
         assert_eq!(snapshot.sha256.len(), 64);
     }
 
@@ -576,10 +427,10 @@ mod tests {
         };
         // The same headers mean different crawlers under the two files.
         let before = build("User-agent: FooCrawler\nDisallow: /\n");
-        let after = build("User-agent: FooCrawler-Pro\nUser-agent: Zed\nDisallow: /\n");
+        let after = build("User-agent: FooCrawler-Pro\nUser-agent: Zedbot\nDisallow: /\n");
         let headers: [&[u8]; 6] = [
             b"FooCrawler-Pro/1.0",
-            b"FooCrawler/1.0 Zed",
+            b"FooCrawler/1.0 Zedbot",
             b"Mozilla/5.0 (compatible; GPTBot/1.2)",
             b"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0",
             b"some-spider",
@@ -598,31 +449,6 @@ mod tests {
             before.classify(b"FooCrawler-Pro/1.0"),
             after.classify(b"FooCrawler-Pro/1.0")
         );
-    }
-
-    #[test]
-    fn labels_for_file_tokens_are_capped() {
-        let mut text = String::new();
-        for i in 0..(MAX_SITE_TOKEN_LABELS + 20) {
-            let token: String = format!("{i:04}")
-                .bytes()
-                .map(|b| char::from(b'a' + b - b'0'))
-                .collect();
-            text.push_str(&format!("User-agent: zz{token}\n"));
-        }
-        text.push_str("Disallow: /\n");
-        let catalog = CatalogIndex::new(Catalog::embedded().unwrap()).unwrap();
-        let snapshot = Snapshot::build(
-            &settings("origin: true", ""),
-            &catalog,
-            Bytes::from(text),
-            SourceState::Loaded,
-        )
-        .unwrap();
-        let first = snapshot.classify(b"zzaaaa");
-        assert_eq!(&**snapshot.bot_label(&first), "zzaaaa");
-        let last = snapshot.classify(b"zzabbj");
-        assert_eq!(&**snapshot.bot_label(&last), "other");
     }
 
     #[test]
