@@ -2,6 +2,8 @@
 //! and memory, and answers as the naive reference does. Their time is measured by
 //! `benches/matcher.rs`, not here.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
