@@ -148,20 +148,53 @@ pub fn run_explain(args: &ExplainArgs, mut out: impl Write) -> Result<ExitStatus
         )?;
         return Ok(ExitStatus::Failure);
     };
-    let facts = Facts {
+    let origin_now = origins
+        .iter()
+        .find(|(site, _)| *site == decision.site.settings.name)
+        .map(|(_, answer)| answer.as_str());
+    let request = Explained {
+        path: &path,
         user_agent: args.ua.as_bytes(),
-        origin_now: origins
-            .iter()
-            .find(|(site, _)| *site == decision.site.settings.name)
-            .map(|(_, answer)| answer.as_str()),
-        forwarding: forwarding_facts(&settings, &decision, &lines),
+        header_lines: &lines,
+        origin_now,
     };
-    if args.json {
-        writeln!(out, "{}", to_json(&decision, &path, &facts))?;
-    } else {
-        write_text(&decision, &path, &facts, &mut out)?;
-    }
+    let text = render(&settings, &decision, &request, args.json).map_err(CliError::Write)?;
+    write!(out, "{text}")?;
     Ok(ExitStatus::Success)
+}
+
+/// The request an explanation is about, beyond what the decision holds.
+#[derive(Debug, Clone, Copy)]
+pub struct Explained<'a> {
+    /// The path and query judged.
+    pub path: &'a str,
+    /// The User-Agent header.
+    pub user_agent: &'a [u8],
+    /// The request's header lines that may carry a client address.
+    pub header_lines: &'a [(&'a str, &'a [u8])],
+    /// What the site's origin answered for robots.txt just now, when it was asked.
+    pub origin_now: Option<&'a str>,
+}
+
+/// A decision explained as `crawlgate explain` prints it: lines of text, or one JSON object
+/// (with its line end).
+pub fn render(
+    settings: &Settings,
+    decision: &Decision,
+    request: &Explained<'_>,
+    json: bool,
+) -> std::io::Result<String> {
+    let facts = Facts {
+        user_agent: request.user_agent,
+        origin_now: request.origin_now,
+        forwarding: forwarding_facts(settings, decision, request.header_lines),
+    };
+    if json {
+        return Ok(format!("{}\n", to_json(decision, request.path, &facts)));
+    }
+    let mut out = Vec::new();
+    write_text(decision, request.path, &facts, &mut out)?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 /// What the explanation says beyond the decision itself.

@@ -16,7 +16,7 @@ mod serve;
 pub use audit::{run_audit, AuditArgs};
 pub use check::{run_check, CheckArgs};
 #[cfg(feature = "proxy")]
-pub use explain::{run_explain, ExplainArgs};
+pub use explain::{render as render_explanation, run_explain, ExplainArgs, Explained};
 pub use lint::{run_lint, LintArgs};
 #[cfg(feature = "proxy")]
 pub use ranges::{run_ranges, RangesArgs};
