@@ -99,8 +99,8 @@ fn peer() -> impl Strategy<Value = IpAddr> {
         Just("127.0.0.1".parse().unwrap()),
         Just("66.249.66.1".parse().unwrap()),
         Just("::1".parse().unwrap()),
-        any::<[u8; 16]>().prop_map(|b| IpAddr::from(b)),
-        any::<[u8; 4]>().prop_map(|b| IpAddr::from(b)),
+        any::<[u8; 16]>().prop_map(IpAddr::from),
+        any::<[u8; 4]>().prop_map(IpAddr::from),
     ]
 }
 
