@@ -15,28 +15,13 @@ use std::hint::black_box;
 
 mod common;
 use common::{corpus_file, generated};
+#[allow(dead_code)]
+#[path = "../tests/common/rng.rs"]
+mod rng;
+use rng::Rng;
 
 /// Lines in the generated log.
 const LINES: usize = 200_000;
-
-/// A small deterministic generator (SplitMix64): the log is the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
 
 /// Concrete paths that the file's rules match: each pattern with its wildcards filled in.
 fn rule_paths(robots: &[u8]) -> Vec<String> {
@@ -96,7 +81,7 @@ fn crawler_agents(catalog: &Catalog) -> (Vec<String>, Vec<String>) {
 /// With `distinct`, every path is asked for once only (a unique query), which defeats the
 /// replay's memo of verdicts: the worst case.
 fn log(robots: &[u8], catalog: &Catalog, json: bool, distinct: bool) -> Vec<u8> {
-    let mut rng = Rng(0x5EED);
+    let mut rng = Rng::new(0x5EED);
     let rules = rule_paths(robots);
     let people = people_agents();
     let (known, unnamed) = crawler_agents(catalog);

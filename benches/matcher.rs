@@ -17,40 +17,22 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 mod common;
+#[allow(dead_code)]
+#[path = "../tests/common/counting.rs"]
+mod counting;
+#[allow(dead_code)]
+#[path = "../tests/common/rng.rs"]
+mod rng;
 #[path = "../tests/common/shapes.rs"]
 mod shapes;
 
-/// The global allocator, counting live and peak bytes.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let pointer = unsafe { System.alloc(layout) };
-        if !pointer.is_null() {
-            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        pointer
-    }
-
-    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(pointer, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: counting::Counting = counting::Counting;
 
 /// A file under test.
 struct Case {
@@ -205,12 +187,7 @@ fn bench_case(c: &mut Criterion, case: &Case) {
 
 /// Peak and retained bytes allocated while compiling `text`.
 fn compile_memory(text: &[u8]) -> (usize, usize) {
-    let before = LIVE.load(Ordering::Relaxed);
-    PEAK.store(before, Ordering::Relaxed);
-    let robots = crawlgate::Robots::parse(text);
-    let retained = LIVE.load(Ordering::Relaxed).saturating_sub(before);
-    let peak = PEAK.load(Ordering::Relaxed).saturating_sub(before);
-    drop(robots);
+    let (_, peak, retained) = counting::measure(|| crawlgate::Robots::parse(text));
     (peak, retained)
 }
 

@@ -4,39 +4,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
-
 mod common;
+use common::counting::{self, Counting};
 use common::reference::{self, RefFile};
 use common::shapes;
-
-/// Counts live and peak bytes, so that a test can say how much compiling a file took.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-/// Tests of this file measure one at a time.
-static MEASURING: Mutex<()> = Mutex::new(());
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, passed on unchanged.
-        let pointer = unsafe { System.alloc(layout) };
-        if !pointer.is_null() {
-            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        pointer
-    }
-
-    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        // SAFETY: `pointer` was allocated by `System` with `layout`.
-        unsafe { System.dealloc(pointer, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-}
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
@@ -47,13 +18,7 @@ const MEMORY_LIMIT: usize = 256 << 20;
 #[test]
 fn every_shape_compiles_with_bounded_work_and_memory() {
     for shape in shapes::all() {
-        let guard = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
-        let before = LIVE.load(Ordering::Relaxed);
-        PEAK.store(before, Ordering::Relaxed);
-        let robots = crawlgate::Robots::parse(&shape.text);
-        let peak = PEAK.load(Ordering::Relaxed) - before;
-        let retained = LIVE.load(Ordering::Relaxed) - before;
-        drop(guard);
+        let (robots, peak, retained) = counting::measure(|| crawlgate::Robots::parse(&shape.text));
         let rules = robots.file().rules.len();
         println!(
             "{}: {} KiB, {rules} rules, {} groups, {} compiled rules, peak {:.1} MiB, retained {:.1} MiB",

@@ -22,6 +22,9 @@ use libfuzzer_sys::fuzz_target;
 #[allow(dead_code)]
 #[path = "../../tests/common/reference.rs"]
 mod reference;
+#[allow(dead_code)]
+#[path = "../../tests/common/rng.rs"]
+mod rng;
 
 use reference::RefFile;
 

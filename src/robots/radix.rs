@@ -117,34 +117,44 @@ impl Radix {
     }
 
     /// Calls `visit(value, length)` for every string that starts `haystack`, shortest first.
-    pub fn walk(&self, haystack: &[u8], mut visit: impl FnMut(u32, usize)) {
-        let Some(mut node) = self.nodes.first() else {
-            return;
-        };
-        let mut depth = 0;
-        loop {
-            if node.value != NONE {
-                visit(node.value, depth);
-            }
-            let Some(&byte) = haystack.get(depth) else {
-                return;
-            };
-            let Some(child) = self.child(node, byte) else {
-                return;
-            };
-            let label = self.label(child);
-            match haystack.get(depth..depth + label.len()) {
-                Some(part) if super::matcher::same(part, label) => {}
-                _ => return,
-            }
-            depth += label.len();
-            node = child;
-        }
+    pub fn walk(&self, haystack: &[u8], visit: impl FnMut(u32, usize)) {
+        self.walk_by(
+            haystack.len(),
+            |depth| haystack[depth],
+            |label, depth| {
+                haystack
+                    .get(depth..depth + label.len())
+                    .is_some_and(|part| super::matcher::same(part, label))
+            },
+            visit,
+        );
     }
 
     /// Calls `visit(value, length)` for every string whose reverse ends `haystack` (the tree
     /// was built over reversed strings), shortest first.
-    pub fn walk_back(&self, haystack: &[u8], mut visit: impl FnMut(u32, usize)) {
+    pub fn walk_back(&self, haystack: &[u8], visit: impl FnMut(u32, usize)) {
+        let len = haystack.len();
+        self.walk_by(
+            len,
+            |depth| haystack[len - 1 - depth],
+            |label, depth| {
+                let rest = &haystack[..len - depth];
+                label.len() <= rest.len() && label.iter().eq(rest.iter().rev().take(label.len()))
+            },
+            visit,
+        );
+    }
+
+    /// The walk of [`Radix::walk`] and [`Radix::walk_back`], over a haystack of `len` octets
+    /// read in walk order: `byte_at(depth)` is the octet at `depth`, and `label_at(label,
+    /// depth)` says whether the octets from `depth` on are `label`.
+    fn walk_by(
+        &self,
+        len: usize,
+        byte_at: impl Fn(usize) -> u8,
+        label_at: impl Fn(&[u8], usize) -> bool,
+        mut visit: impl FnMut(u32, usize),
+    ) {
         let Some(mut node) = self.nodes.first() else {
             return;
         };
@@ -153,19 +163,14 @@ impl Radix {
             if node.value != NONE {
                 visit(node.value, depth);
             }
-            let Some(&byte) = haystack
-                .len()
-                .checked_sub(depth + 1)
-                .and_then(|i| haystack.get(i))
-            else {
+            if depth >= len {
                 return;
-            };
-            let Some(child) = self.child(node, byte) else {
+            }
+            let Some(child) = self.child(node, byte_at(depth)) else {
                 return;
             };
             let label = self.label(child);
-            let rest = &haystack[..haystack.len() - depth];
-            if label.len() > rest.len() || !label.iter().eq(rest.iter().rev().take(label.len())) {
+            if !label_at(label, depth) {
                 return;
             }
             depth += label.len();

@@ -5,7 +5,9 @@
 #![allow(dead_code)]
 
 pub mod combined;
+pub mod counting;
 pub mod people;
 pub mod reference;
+pub mod rng;
 pub mod shapes;
 pub mod user_agent;

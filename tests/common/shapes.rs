@@ -16,28 +16,7 @@ pub struct Shape {
 /// The parse limit the shapes are made to fit.
 const LIMIT: usize = 512 * 1024 - 256;
 
-/// SplitMix64, so that shapes are the same on every run.
-struct Mix(u64);
-
-impl Mix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn word(&mut self, letters: &[u8], len: usize) -> String {
-        (0..len)
-            .map(|_| char::from(letters[self.below(letters.len() as u64) as usize]))
-            .collect()
-    }
-}
+use super::rng::Rng;
 
 /// `botaa`, `botab`, …: distinct product tokens.
 fn crawler_name(i: usize) -> String {
@@ -67,7 +46,7 @@ pub fn paths_from_rules(text: &[u8], count: usize) -> Vec<String> {
         .map(|(_, value)| value.split('#').next().unwrap_or("").trim())
         .filter(|value| value.starts_with('/') || value.starts_with('*'))
         .collect();
-    let mut mix = Mix(text.len() as u64);
+    let mut mix = Rng::new(text.len() as u64);
     let mut paths = Vec::with_capacity(count);
     for i in 0..count {
         if patterns.is_empty() || i % 10 == 9 {
@@ -101,7 +80,7 @@ pub fn paths_from_rules(text: &[u8], count: usize) -> Vec<String> {
 /// the shapes real files use (`/dir/*.pdf$`, `/*?sessionid=`, `/shop/*/item`, `*.gif$`,
 /// `/dir*/print`), the rest plain paths.
 pub fn single_group_third_wildcards() -> Shape {
-    let mut mix = Mix(1);
+    let mut mix = Rng::new(1);
     let mut text = String::from("User-agent: *\n");
     let mut i = 0;
     while text.len() < 500 * 1024 {
@@ -166,17 +145,17 @@ pub fn two_thousand_crawlers(wildcards: bool) -> Shape {
 /// 512 KiB of globs only, each with several wildcards and short pieces over a small alphabet,
 /// so that pieces occur everywhere and few are selective.
 pub fn many_wildcards() -> Shape {
-    let mut mix = Mix(2);
+    let mut mix = Rng::new(2);
     let mut text = String::from("User-agent: *\n");
     while text.len() < LIMIT - 64 {
-        let stars = 2 + mix.below(4) as usize;
+        let stars = 2 + mix.below(4);
         let mut rule = String::from(if mix.below(3) == 0 {
             "Allow: /"
         } else {
             "Disallow: /"
         });
         for piece in 0..stars {
-            let len = 1 + mix.below(3) as usize;
+            let len = 1 + mix.below(3);
             rule.push_str(&mix.word(b"abc/.", len));
             if piece + 1 < stars {
                 rule.push('*');
@@ -202,12 +181,12 @@ pub fn many_wildcards() -> Shape {
 /// Long patterns: a few hundred rules of ~1.5 KiB each, made of many short pieces between
 /// wildcards (`/a*b*a*b*…`), the shape that makes backtracking matchers explode.
 pub fn long_patterns() -> Shape {
-    let mut mix = Mix(3);
+    let mut mix = Rng::new(3);
     let mut text = String::from("User-agent: *\n");
     while text.len() < LIMIT - 2048 {
         let mut rule = String::from("Disallow: /");
         for _ in 0..500 {
-            let len = 1 + mix.below(2) as usize;
+            let len = 1 + mix.below(2);
             rule.push_str(&mix.word(b"ab", len));
             rule.push('*');
         }
@@ -280,7 +259,7 @@ pub fn thousands_of_groups() -> Shape {
 
 /// A path of 16 KiB over a small alphabet, with slashes, for the adversarial shapes.
 pub fn long_path(seed: u64) -> String {
-    let mut mix = Mix(seed);
+    let mut mix = Rng::new(seed);
     format!("/{}", mix.word(b"abc/.", 16 * 1024 - 1))
 }
 
