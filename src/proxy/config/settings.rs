@@ -1,0 +1,212 @@
+//! The settings the proxy runs on: validated, with defaults filled in.
+
+use super::file::*;
+use crate::agent::Category;
+use crate::policy::{Action, Actions};
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where the access log goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccessLogTarget {
+    /// Standard output.
+    Stdout,
+    /// A file, appended to.
+    File(PathBuf),
+}
+
+/// A TLS listener.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsListen {
+    /// The address.
+    pub addr: SocketAddr,
+    /// PEM certificate chain.
+    pub cert: PathBuf,
+    /// PEM private key.
+    pub key: PathBuf,
+}
+
+/// Where a site's robots.txt comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RobotsSource {
+    /// A file on disk, watched.
+    File(PathBuf),
+    /// The origin's `/robots.txt`, fetched every `refresh`.
+    Origin,
+    /// Text from the configuration.
+    Inline(String),
+}
+
+/// How a site's robots.txt is loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RobotsSettings {
+    /// The source.
+    pub source: RobotsSource,
+    /// Origin re-fetch period.
+    pub refresh: Duration,
+    /// Origin fetch timeout.
+    pub timeout: Duration,
+    /// The parse limit.
+    pub max_bytes: usize,
+    /// What an unreachable origin means.
+    pub on_unreachable: OnUnreachable,
+}
+
+/// How to reach a site's origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpstreamAddr {
+    /// `host:port`, resolved when the settings are built.
+    Tcp(String),
+    /// A Unix socket (the embedded demo site).
+    Unix(PathBuf),
+}
+
+/// A site's origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream {
+    /// Where it listens.
+    pub addr: UpstreamAddr,
+    /// The resolved socket address of a TCP origin.
+    pub resolved: Option<SocketAddr>,
+    /// Whether it speaks TLS.
+    pub tls: bool,
+    /// SNI and certificate name for TLS; the Host for robots.txt fetches.
+    pub sni: String,
+}
+
+/// One site, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteSettings {
+    /// The metrics label.
+    pub name: String,
+    /// Host header values (lower-case, without port); empty means any host.
+    pub hosts: Vec<String>,
+    /// The origin.
+    pub upstream: Upstream,
+    /// The robots.txt source.
+    pub robots: RobotsSettings,
+    /// The action for disallowed crawler requests.
+    pub action: Action,
+    /// Per-category actions (`http-library` is `count` unless given here).
+    pub category_actions: BTreeMap<Category, Action>,
+    /// Per-crawler overrides, by lower-cased token or catalog name.
+    pub bot_actions: HashMap<String, Action>,
+    /// The product tokens of the overrides as written (they are known tokens even if nothing
+    /// else names them).
+    pub bot_tokens: Vec<String>,
+    /// The block status.
+    pub block_status: u16,
+    /// The tag header prefix.
+    pub tag_prefix: String,
+    /// What to do when a crawler comes sooner than its crawl-delay.
+    pub crawl_delay: CrawlDelayMode,
+    /// How long the origin may stay silent while answering.
+    pub upstream_timeout: Duration,
+}
+
+impl SiteSettings {
+    /// The site's actions: per crawler, per category, and its own (see [`Actions`]).
+    pub fn actions(&self) -> Actions {
+        Actions {
+            site: self.action,
+            categories: self.category_actions.clone(),
+            crawlers: self.bot_actions.clone(),
+        }
+    }
+}
+
+/// Pingora's server settings, with crawlgate's defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PingoraSettings {
+    /// Worker threads per service.
+    pub threads: usize,
+    /// SIGTERM drain period, seconds.
+    pub grace_period_seconds: u64,
+    /// Work stealing between worker threads.
+    pub work_stealing: bool,
+    /// Idle upstream connections kept.
+    pub upstream_keepalive_pool_size: usize,
+    /// Accept tasks per listening socket.
+    pub listener_tasks_per_fd: usize,
+    /// Bytes of read buffer per client connection.
+    pub read_buffer_bytes: usize,
+}
+
+/// The read buffer of a client connection: one TLS record, and room for any ordinary request
+/// header, at a quarter of pingora's default memory per idle connection.
+pub const DEFAULT_READ_BUFFER_BYTES: usize = 16 * 1024;
+
+/// Everything the proxy runs on, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Plain-HTTP listeners.
+    pub listen: Vec<SocketAddr>,
+    /// TLS listeners.
+    pub tls_listen: Vec<TlsListen>,
+    /// The metrics listener.
+    pub metrics_listen: Option<SocketAddr>,
+    /// The access log.
+    pub access_log: Option<AccessLogTarget>,
+    /// A catalog file instead of the embedded one.
+    pub catalog: Option<PathBuf>,
+    /// The sites.
+    pub sites: Vec<SiteSettings>,
+    /// Pingora's settings.
+    pub pingora: PingoraSettings,
+    /// Proxies whose forwarding header is believed, and that header.
+    pub trusted_proxies: crate::proxy::client::TrustedProxies,
+    /// Where origins' last good robots.txt answers are kept (`None`: not kept).
+    pub state_dir: Option<PathBuf>,
+    /// How crawlers are verified.
+    pub verification: VerificationSettings,
+    /// Politeness memory.
+    pub politeness: PolitenessSettings,
+}
+
+/// How crawlers are verified, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerificationSettings {
+    /// Published ranges per crawler token (as written).
+    pub ranges: Vec<(String, RangesSpec)>,
+    /// Reverse-DNS domains per crawler token (as written), replacing the catalog's (an empty
+    /// list turns them off).
+    pub reverse_dns: Vec<(String, Vec<String>)>,
+    /// What a spoofed crawler gets.
+    pub on_spoofed: Action,
+    /// The resolver.
+    pub dns: crate::proxy::verify::dns::DnsSettings,
+}
+
+impl Default for VerificationSettings {
+    fn default() -> Self {
+        VerificationSettings {
+            ranges: Vec::new(),
+            reverse_dns: Vec::new(),
+            on_spoofed: Action::Block,
+            dns: crate::proxy::verify::dns::DnsSettings::default(),
+        }
+    }
+}
+
+/// Politeness memory, validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PolitenessSettings {
+    /// Crawlers and clients remembered per kind of state.
+    pub max_tracked: u64,
+    /// How long a robots.txt fetch counts as "read".
+    pub robots_read_window: Duration,
+    /// How long a crawler that read the previous file is judged by it.
+    pub grace: Duration,
+}
+
+impl Default for PolitenessSettings {
+    fn default() -> Self {
+        PolitenessSettings {
+            max_tracked: 100_000,
+            robots_read_window: Duration::from_secs(24 * 3600),
+            grace: Duration::from_secs(24 * 3600),
+        }
+    }
+}

@@ -1,0 +1,810 @@
+//! From the file as written to the settings the proxy runs on: every semantic check, each
+//! error with its line (found in the text, since parsed values keep no positions).
+
+use super::*;
+use crate::policy::Action;
+use crate::robots::DEFAULT_MAX_BYTES;
+use std::collections::HashMap;
+use std::net::ToSocketAddrs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const DEFAULT_REFRESH: Duration = Duration::from_secs(60);
+const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+const DEFAULT_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `text` with every YAML line break (CR LF, CR, NEL, LS, PS) written as LF.
+pub(super) fn normalise_line_breaks(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['\r', '\u{85}', '\u{2028}', '\u{2029}']) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let unified = text
+        .replace("\r\n", "\n")
+        .replace(['\r', '\u{85}', '\u{2028}', '\u{2029}'], "\n");
+    std::borrow::Cow::Owned(unified)
+}
+
+/// Finds the line of the `nth` (0-based) line of `text` that contains `needle`, for errors found
+/// after parsing (serde_yaml keeps no positions in parsed values).
+fn line_of(text: &str, needle: &str, nth: usize) -> Option<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| line.contains(needle))
+        .nth(nth)
+        .map(|(index, _)| index + 1)
+}
+
+/// Finds the line of `needle` within the `site`-th item of the block-style `sites:` list (or the
+/// item's first line when the needle is not in it).
+fn site_line(text: &str, site: usize, needle: &str) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.iter().position(|l| l.starts_with("sites:"))?;
+    let mut items = Vec::new();
+    let mut item_indent = None;
+    let mut end = lines.len();
+    for (number, line) in lines.iter().enumerate().skip(start + 1) {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - trimmed.len();
+        if indent == 0 && !trimmed.starts_with('-') {
+            end = number;
+            break;
+        }
+        if trimmed.starts_with('-') && *item_indent.get_or_insert(indent) == indent {
+            items.push(number);
+        }
+    }
+    let from = *items.get(site)?;
+    let to = items.get(site + 1).copied().unwrap_or(end);
+    let offset = lines[from..to]
+        .iter()
+        .position(|l| l.contains(needle))
+        .unwrap_or(0);
+    Some(from + offset + 1)
+}
+
+/// Builds validated settings from a file's parsed content and text.
+pub(super) struct Validator<'a> {
+    pub(super) origin: &'a str,
+    pub(super) text: &'a str,
+    pub(super) base: &'a Path,
+    /// Whether upstream host names are resolved (the proxy and `validate`), or only checked
+    /// for their form (fuzzing, tools that must not touch the network).
+    pub(super) resolve: bool,
+}
+
+impl Validator<'_> {
+    fn error(&self, needle: Option<(&str, usize)>, message: String) -> ConfigError {
+        ConfigError {
+            origin: self.origin.to_owned(),
+            line: needle.and_then(|(needle, nth)| line_of(self.text, needle, nth)),
+            message,
+        }
+    }
+
+    /// An error about the `site`-th site, placed at the line of `needle` within it.
+    fn site_error(&self, site: usize, needle: &str, message: String) -> ConfigError {
+        ConfigError {
+            origin: self.origin.to_owned(),
+            line: site_line(self.text, site, needle),
+            message,
+        }
+    }
+
+    /// Relative paths in a configuration file are relative to the file's folder.
+    fn path(&self, path: &Path) -> PathBuf {
+        if path.is_absolute() {
+            path.to_owned()
+        } else {
+            self.base.join(path)
+        }
+    }
+
+    pub(super) fn settings(&self, file: ConfigFile) -> Result<Settings, ConfigError> {
+        if file.sites.is_empty() {
+            return Err(self.error(
+                Some(("sites", 0)),
+                "sites: at least one site is needed (name, upstream, robots)".into(),
+            ));
+        }
+        if file.listen.is_empty() && file.tls_listen.is_empty() {
+            return Err(self.error(
+                None,
+                "listen: give at least one address in `listen` or `tls_listen`, such as listen: [\"0.0.0.0:8080\"]".into(),
+            ));
+        }
+        let mut tls_listen = Vec::new();
+        for (i, tls) in file.tls_listen.iter().enumerate() {
+            for (what, path) in [("cert", &tls.cert), ("key", &tls.key)] {
+                let resolved = self.path(path);
+                if let Err(e) = std::fs::metadata(&resolved) {
+                    let shown = path.display().to_string();
+                    return Err(self.error(
+                        Some((&shown, 0)),
+                        format!(
+                            "tls_listen[{i}].{what}: cannot read `{}`: {e}",
+                            resolved.display()
+                        ),
+                    ));
+                }
+            }
+            tls_listen.push(TlsListen {
+                addr: tls.addr.0,
+                cert: self.path(&tls.cert),
+                key: self.path(&tls.key),
+            });
+        }
+        let access_log = file.access_log.as_deref().map(|target| match target {
+            "-" => AccessLogTarget::Stdout,
+            path => AccessLogTarget::File(self.path(Path::new(path))),
+        });
+        let mut sites = Vec::new();
+        let mut names: HashMap<String, usize> = HashMap::new();
+        let mut hosts: HashMap<String, usize> = HashMap::new();
+        let mut catch_all: Option<usize> = None;
+        for (i, site) in file.sites.into_iter().enumerate() {
+            let site = self.site(i, site)?;
+            if let Some(first) = names.insert(site.name.clone(), i) {
+                return Err(self.site_error(
+                    i,
+                    "name:",
+                    format!("sites[{i}].name: `{}` is already the name of sites[{first}]; names label metrics and must differ", site.name),
+                ));
+            }
+            if site.hosts.is_empty() {
+                if let Some(first) = catch_all.replace(i) {
+                    return Err(self.site_error(
+                        i,
+                        "name:",
+                        format!("sites[{i}].hosts: sites[{first}] already serves any host; give this site `hosts`"),
+                    ));
+                }
+            }
+            for host in &site.hosts {
+                if let Some(first) = hosts.insert(host.clone(), i) {
+                    return Err(self.site_error(
+                        i,
+                        host,
+                        format!("sites[{i}].hosts: `{host}` is already a host of sites[{first}]"),
+                    ));
+                }
+            }
+            sites.push(site);
+        }
+        let pingora = &file.pingora;
+        let threads = pingora.threads.map_or_else(
+            || std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+            Bounded::get,
+        );
+        let verification = self.verification(file.verification.unwrap_or_default())?;
+        let politeness = file.politeness.unwrap_or_default();
+        let defaults = PolitenessSettings::default();
+        let politeness = PolitenessSettings {
+            max_tracked: politeness.max_tracked.map_or(defaults.max_tracked, |n| n.0),
+            robots_read_window: politeness
+                .robots_read_window
+                .map_or(defaults.robots_read_window, |d| d.0),
+            grace: politeness.grace.map_or(defaults.grace, |d| d.0),
+        };
+        let trusted_proxies = self.trusted_proxies(&file.trusted_proxies)?;
+        // systemd's StateDirectory= sets STATE_DIRECTORY (colon-separated when it names several).
+        let state_dir = match &file.state_dir {
+            Some(dir) => Some(self.path(dir)),
+            None => std::env::var_os("STATE_DIRECTORY")
+                .and_then(|dirs| std::env::split_paths(&dirs).next())
+                .filter(|dir| dir.is_absolute()),
+        };
+        if let Some(dir) = &state_dir {
+            if dir.exists() && !dir.is_dir() {
+                return Err(self.error(
+                    Some(("state_dir", 0)),
+                    format!("state_dir: `{}` exists and is not a folder", dir.display()),
+                ));
+            }
+        }
+        Ok(Settings {
+            trusted_proxies,
+            state_dir,
+            verification,
+            politeness,
+            listen: file.listen.iter().map(|a| a.0).collect(),
+            tls_listen,
+            metrics_listen: file.metrics.map(|m| m.listen.0),
+            access_log,
+            catalog: file.catalog.as_deref().map(|p| self.path(p)),
+            sites,
+            pingora: PingoraSettings {
+                threads,
+                grace_period_seconds: pingora.grace_period_seconds.map_or(5, |n| n.0),
+                work_stealing: pingora.work_stealing.unwrap_or(true),
+                upstream_keepalive_pool_size: pingora
+                    .upstream_keepalive_pool_size
+                    .map_or(128, Bounded::get),
+                listener_tasks_per_fd: pingora.listener_tasks_per_fd.map_or(1, Bounded::get),
+                read_buffer_bytes: pingora
+                    .read_buffer_bytes
+                    .map_or(DEFAULT_READ_BUFFER_BYTES, Bounded::get),
+            },
+        })
+    }
+
+    fn trusted_proxies(
+        &self,
+        file: &TrustedProxiesFile,
+    ) -> Result<crate::proxy::client::TrustedProxies, ConfigError> {
+        let header = match &file.header {
+            None => crate::proxy::client::ForwardingHeader::default(),
+            Some(name) => crate::proxy::client::ForwardingHeader::named(name).ok_or_else(|| {
+                self.error(
+                    Some(("header:", 0)),
+                    format!("trusted_proxies.header: `{name}` is not a header name: write the one your proxies set, such as x-forwarded-for, forwarded or x-real-ip"),
+                )
+            })?,
+        };
+        Ok(crate::proxy::client::TrustedProxies::new(
+            file.networks.iter().map(|n| n.0).collect(),
+            header,
+        ))
+    }
+
+    fn verification(&self, file: VerificationFile) -> Result<VerificationSettings, ConfigError> {
+        let defaults = crate::proxy::verify::dns::DnsSettings::default();
+        let dns = crate::proxy::verify::dns::DnsSettings {
+            budget: file.dns.budget.map_or(defaults.budget, |d| d.0),
+            lookup_timeout: file.dns.timeout.map_or(defaults.lookup_timeout, |d| d.0),
+            positive_ttl: file.dns.positive_ttl.map_or(defaults.positive_ttl, |d| d.0),
+            negative_ttl: file.dns.negative_ttl.map_or(defaults.negative_ttl, |d| d.0),
+            error_ttl: defaults.error_ttl,
+            cache_size: file.dns.cache_size.map_or(defaults.cache_size, |n| n.0),
+            server: file.dns.server.map(|a| a.0),
+        };
+        for (token, domains) in &file.reverse_dns {
+            // An empty list is allowed: it turns the catalog's domains off for that crawler.
+            if domains
+                .iter()
+                .any(|d| d.trim_matches('.').is_empty() || d.contains(['/', ' ', ':']))
+            {
+                return Err(self.error(
+                    Some((&token.0, 0)),
+                    format!("verification.reverse_dns.{}: give domain names, such as [googlebot.com, google.com] ([] turns the catalog's off)", token.0),
+                ));
+            }
+        }
+        Ok(VerificationSettings {
+            ranges: file
+                .ranges
+                .into_iter()
+                .map(|(token, spec)| {
+                    let file = self.path(&spec.file);
+                    (
+                        token.0,
+                        RangesSpec {
+                            file,
+                            url: spec.url,
+                        },
+                    )
+                })
+                .collect(),
+            reverse_dns: file
+                .reverse_dns
+                .into_iter()
+                .map(|(t, d)| (t.0, d))
+                .collect(),
+            on_spoofed: file.on_spoofed.unwrap_or(Action::Block),
+            dns,
+        })
+    }
+
+    fn site(&self, i: usize, site: SiteFile) -> Result<SiteSettings, ConfigError> {
+        if site.name.is_empty()
+            || site.name.len() > 64
+            || !site
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        {
+            return Err(self.site_error(
+                i,
+                "name:",
+                format!(
+                    "sites[{i}].name: `{}` must be 1 to 64 letters, digits, `.`, `_` or `-`",
+                    site.name
+                ),
+            ));
+        }
+        let mut hosts = Vec::new();
+        for host in &site.hosts {
+            let lower = host.trim().to_ascii_lowercase();
+            if lower.is_empty() || lower.contains(['/', ' ', ':']) && !lower.starts_with('[') {
+                return Err(self.site_error(
+                    i,
+                    host,
+                    format!("sites[{i}].hosts: `{host}` is not a host name (no scheme, port or path: example.com)"),
+                ));
+            }
+            hosts.push(lower);
+        }
+        let upstream = self.upstream(i, &site)?;
+        let robots = self.robots(i, &site)?;
+        if !(400..=599).contains(&site.block.status) {
+            return Err(self.site_error(
+                i,
+                "status:",
+                format!("sites[{i}].block.status: {} is not an error status: use 400 to 599 (403 by default)", site.block.status),
+            ));
+        }
+        let prefix = &site.tag.prefix;
+        if prefix.is_empty()
+            || !prefix
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        {
+            return Err(self.site_error(
+                i,
+                "prefix:",
+                format!("sites[{i}].tag.prefix: `{prefix}` must be letters, digits and `-`, such as X-Crawlgate-"),
+            ));
+        }
+        Ok(SiteSettings {
+            name: site.name.clone(),
+            hosts,
+            upstream,
+            robots,
+            action: site.action,
+            category_actions: site.categories.clone(),
+            bot_actions: site
+                .bots
+                .iter()
+                .map(|(token, action)| (token.0.to_ascii_lowercase(), *action))
+                .collect(),
+            bot_tokens: site
+                .bots
+                .keys()
+                .filter(|token| token.is_product_token())
+                .map(|t| t.0.clone())
+                .collect(),
+            block_status: site.block.status,
+            tag_prefix: prefix.clone(),
+            crawl_delay: site.crawl_delay.unwrap_or(CrawlDelayMode::Count),
+            upstream_timeout: site
+                .upstream_timeout
+                .map_or(DEFAULT_UPSTREAM_TIMEOUT, |d| d.0),
+        })
+    }
+
+    fn upstream(&self, i: usize, site: &SiteFile) -> Result<Upstream, ConfigError> {
+        let host = match site.upstream.rsplit_once(':') {
+            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+                host.trim_start_matches('[').trim_end_matches(']')
+            }
+            _ => {
+                return Err(self.site_error(
+                    i,
+                    "upstream:",
+                    format!("sites[{i}].upstream: `{}` must be HOST:PORT, such as 127.0.0.1:8000 or origin.internal:443", site.upstream),
+                ))
+            }
+        };
+        if !self.resolve {
+            return Ok(Upstream {
+                addr: UpstreamAddr::Tcp(site.upstream.clone()),
+                resolved: site.upstream.parse().ok(),
+                tls: site.tls,
+                sni: site.sni.clone().unwrap_or_else(|| host.to_owned()),
+            });
+        }
+        let resolved = site
+            .upstream
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut addrs| addrs.next())
+            .ok_or_else(|| {
+                self.site_error(
+                    i,
+                    "upstream:",
+                    format!(
+                        "sites[{i}].upstream: `{}` does not resolve to an address",
+                        site.upstream
+                    ),
+                )
+            })?;
+        Ok(Upstream {
+            addr: UpstreamAddr::Tcp(site.upstream.clone()),
+            resolved: Some(resolved),
+            tls: site.tls,
+            sni: site.sni.clone().unwrap_or_else(|| host.to_owned()),
+        })
+    }
+
+    fn robots(&self, i: usize, site: &SiteFile) -> Result<RobotsSettings, ConfigError> {
+        let robots = &site.robots;
+        let source = match (&robots.file, robots.origin, &robots.inline) {
+            (Some(file), None | Some(false), None) => RobotsSource::File(self.path(file)),
+            (None, Some(true), None) => RobotsSource::Origin,
+            (None, None | Some(false), Some(text)) => RobotsSource::Inline(text.clone()),
+            _ => {
+                return Err(self.site_error(
+                    i,
+                    "robots:",
+                    format!("sites[{i}].robots: give exactly one of `file: PATH`, `origin: true` or `inline: TEXT`"),
+                ));
+            }
+        };
+        let max_bytes = robots.max_bytes.map_or(DEFAULT_MAX_BYTES, Bounded::get);
+        let refresh = robots.refresh.map_or(DEFAULT_REFRESH, |d| d.0);
+        if !(MIN_REFRESH..=MAX_REFRESH).contains(&refresh) {
+            return Err(self.site_error(
+                i,
+                "refresh:",
+                format!(
+                    "sites[{i}].robots.refresh: use 1s to 24h (RFC 9309: a copy SHOULD NOT be \
+                     used for more than 24 hours)"
+                ),
+            ));
+        }
+        Ok(RobotsSettings {
+            source,
+            refresh,
+            timeout: robots.timeout.map_or(DEFAULT_FETCH_TIMEOUT, |d| d.0),
+            max_bytes,
+            on_unreachable: robots.on_unreachable.unwrap_or(OnUnreachable::KeepLast),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::Category;
+
+    fn parse(text: &str) -> Result<Settings, ConfigError> {
+        Settings::from_yaml(text, "test.yaml", Path::new("/etc/crawlgate"))
+    }
+
+    const MINIMAL: &str = "listen: [\"127.0.0.1:8080\"]\nsites:\n  - name: example\n    upstream: \"127.0.0.1:8000\"\n    robots:\n      file: robots.txt\n";
+
+    #[test]
+    fn a_minimal_file_gets_the_defaults() {
+        let settings = parse(MINIMAL).unwrap();
+        let site = &settings.sites[0];
+        assert_eq!(site.action, Action::Block);
+        assert_eq!(site.block_status, 403);
+        assert_eq!(site.tag_prefix, "X-Crawlgate-");
+        assert_eq!(
+            site.robots.source,
+            RobotsSource::File("/etc/crawlgate/robots.txt".into())
+        );
+        assert_eq!(site.robots.max_bytes, 512 * 1024);
+        assert_eq!(site.robots.on_unreachable, OnUnreachable::KeepLast);
+        assert_eq!(site.upstream.sni, "127.0.0.1");
+        assert_eq!(settings.pingora.grace_period_seconds, 5);
+        assert!(settings.metrics_listen.is_none());
+    }
+
+    #[test]
+    fn unknown_keys_name_the_key_and_line() {
+        let text = format!("{MINIMAL}    colour: red\n");
+        let error = parse(&text).unwrap_err();
+        assert_eq!(error.line, Some(7));
+        assert!(error.message.contains("colour"), "{error}");
+        assert!(error.message.contains("expected one of"), "{error}");
+        assert!(error.to_string().starts_with("test.yaml:7: "), "{error}");
+    }
+
+    #[test]
+    fn bad_values_say_what_would_be_valid() {
+        let bad_action = MINIMAL.replace("    robots:", "    action: blok\n    robots:");
+        let error = parse(&bad_action).unwrap_err();
+        assert_eq!(error.line, Some(5));
+        assert!(error.message.contains("`block`, `tag`, `count`"), "{error}");
+        let bad_addr = MINIMAL.replace("127.0.0.1:8080", "localhost");
+        let error = parse(&bad_addr).unwrap_err();
+        assert!(error.message.contains("expected IP:PORT"), "{error}");
+        assert_eq!(error.line, Some(1));
+        let bad_duration = MINIMAL.replace("file: robots.txt", "origin: true\n      refresh: soon");
+        let error = parse(&bad_duration).unwrap_err();
+        assert!(error.message.contains("60s"), "{error}");
+        let bad_token = MINIMAL.replace(
+            "    robots:",
+            "    bots: {\"GPTBot/1.0\": block}\n    robots:",
+        );
+        assert!(parse(&bad_token)
+            .unwrap_err()
+            .message
+            .contains("product token"));
+    }
+
+    #[test]
+    fn semantic_errors_have_lines_too() {
+        let two_sources =
+            MINIMAL.replace("file: robots.txt", "file: robots.txt\n      origin: true");
+        let error = parse(&two_sources).unwrap_err();
+        assert!(error.message.contains("exactly one of"), "{error}");
+        assert_eq!(error.line, Some(5));
+        let bad_upstream = MINIMAL.replace("127.0.0.1:8000", "127.0.0.1");
+        let error = parse(&bad_upstream).unwrap_err();
+        assert!(error.message.contains("HOST:PORT"), "{error}");
+        assert_eq!(error.line, Some(4));
+        let bad_status = MINIMAL.replace("    robots:", "    block: {status: 200}\n    robots:");
+        assert!(parse(&bad_status)
+            .unwrap_err()
+            .message
+            .contains("400 to 599"));
+    }
+
+    /// No number in a configuration can exhaust memory or overflow arithmetic: each is checked
+    /// against its documented range where it is written.
+    #[test]
+    fn numbers_out_of_range_are_errors_with_their_line() {
+        let cases = [
+            (
+                "file: robots.txt",
+                "origin: true\n      refresh: 25h",
+                "use 1s to 24h",
+                7,
+            ),
+            (
+                "file: robots.txt",
+                "origin: true\n      refresh: 0s",
+                "use 1s to 24h",
+                7,
+            ),
+            (
+                "file: robots.txt",
+                "file: robots.txt\n      max_bytes: 0",
+                "use 1 to",
+                7,
+            ),
+            (
+                "file: robots.txt",
+                "file: robots.txt\n      max_bytes: 1000000000000",
+                "out of range",
+                7,
+            ),
+            (
+                "    robots:",
+                "    upstream_timeout: 400d\n    robots:",
+                "longer than a year",
+                5,
+            ),
+        ];
+        for (from, to, message, line) in cases {
+            let error = parse(&MINIMAL.replace(from, to)).unwrap_err();
+            assert!(error.message.contains(message), "{to}: {error}");
+            assert_eq!(error.line, Some(line), "{to}: {error}");
+        }
+        for pingora in [
+            "threads: 0",
+            "threads: 100000",
+            "read_buffer_bytes: 10",
+            "grace_period_seconds: 1e30",
+        ] {
+            let text = format!("{MINIMAL}pingora:\n  {pingora}\n");
+            let error = parse(&text).unwrap_err();
+            assert!(error.line.is_some(), "{pingora}: {error}");
+        }
+        let text = format!("{MINIMAL}politeness:\n  max_tracked: 18446744073709551615\n");
+        assert!(parse(&text).unwrap_err().message.contains("out of range"));
+    }
+
+    #[test]
+    fn sites_must_not_overlap() {
+        let two = "listen: [\"127.0.0.1:8080\"]\nsites:\n  - name: a\n    hosts: [a.com]\n    upstream: \"127.0.0.1:1\"\n    robots: {origin: true}\n  - name: b\n    hosts: [b.com, A.com]\n    upstream: \"127.0.0.1:2\"\n    robots: {origin: true}\n";
+        let error = parse(&two.replace("A.com", "c.com")).map(|s| s.sites.len());
+        assert_eq!(error, Ok(2));
+        let error = parse(&two.replace("A.com", "a.com")).unwrap_err();
+        assert!(
+            error.message.contains("already a host of sites[0]"),
+            "{error}"
+        );
+        assert_eq!(error.line, Some(8));
+        let error =
+            parse(&two.replace("name: b", "name: a").replace("A.com", "c.com")).unwrap_err();
+        assert!(error.message.contains("already the name"), "{error}");
+        assert_eq!(error.line, Some(7));
+        let catch_alls = two
+            .replace("    hosts: [a.com]\n", "")
+            .replace("    hosts: [b.com, A.com]\n", "");
+        assert!(parse(&catch_alls).unwrap_err().message.contains("any host"));
+    }
+
+    #[test]
+    fn no_sites_or_listeners_is_an_error() {
+        assert!(parse("listen: [\"127.0.0.1:1\"]\n")
+            .unwrap_err()
+            .message
+            .contains("at least one site"));
+        let no_listen = MINIMAL.replace("listen: [\"127.0.0.1:8080\"]\n", "");
+        assert!(parse(&no_listen).unwrap_err().message.contains("listen"));
+    }
+
+    #[test]
+    fn flags_alone_make_a_site_and_override_a_file() {
+        let flags = SiteFlags {
+            upstream: Some("127.0.0.1:9000".into()),
+            action: Some(Action::Tag),
+            ..SiteFlags::default()
+        };
+        let settings = Settings::from_flags(&flags).unwrap();
+        assert_eq!(settings.sites[0].robots.source, RobotsSource::Origin);
+        assert_eq!(settings.sites[0].action, Action::Tag);
+        let mut from_file = parse(MINIMAL).unwrap();
+        let overrides = SiteFlags {
+            listen: vec!["127.0.0.1:9999".into()],
+            robots: Some("/srv/robots.txt".into()),
+            ..flags
+        };
+        overrides.apply(&mut from_file).unwrap();
+        assert_eq!(from_file.listen, vec!["127.0.0.1:9999".parse().unwrap()]);
+        assert_eq!(
+            from_file.sites[0].robots.source,
+            RobotsSource::File("/srv/robots.txt".into())
+        );
+        assert_eq!(
+            from_file.sites[0].upstream.resolved,
+            Some("127.0.0.1:9000".parse().unwrap())
+        );
+        assert!(Settings::from_flags(&SiteFlags::default()).is_err());
+    }
+
+    #[test]
+    fn verification_and_politeness() {
+        let text = format!(
+            "{MINIMAL}    crawl_delay: enforce\ntrusted_proxies: [10.0.0.0/8, \"192.0.2.1\"]\nverification:\n  ranges:\n    Googlebot: ranges/googlebot.json\n    Bingbot: {{file: /r/bing.json, url: \"https://www.bing.com/toolbox/bingbot.json\"}}\n  reverse_dns: {{Googlebot: [googlebot.com, google.com]}}\n  on_spoofed: tag\n  dns: {{budget: 20ms, server: \"127.0.0.1:5353\"}}\npoliteness: {{grace: 1h}}\n"
+        );
+        let settings = parse(&text).unwrap();
+        assert_eq!(settings.sites[0].crawl_delay, CrawlDelayMode::Enforce);
+        assert_eq!(settings.trusted_proxies.networks().len(), 2);
+        assert_eq!(settings.trusted_proxies.header().name(), "x-forwarded-for");
+        let v = &settings.verification;
+        assert_eq!(v.on_spoofed, Action::Tag);
+        assert_eq!(v.dns.budget, Duration::from_millis(20));
+        assert_eq!(v.dns.server, Some("127.0.0.1:5353".parse().unwrap()));
+        let google = &v.ranges.iter().find(|(t, _)| t == "Googlebot").unwrap().1;
+        assert_eq!(
+            google.file,
+            PathBuf::from("/etc/crawlgate/ranges/googlebot.json")
+        );
+        let bing = &v.ranges.iter().find(|(t, _)| t == "Bingbot").unwrap().1;
+        assert_eq!(
+            bing.url.as_deref(),
+            Some("https://www.bing.com/toolbox/bingbot.json")
+        );
+        assert_eq!(settings.politeness.grace, Duration::from_secs(3600));
+        assert_eq!(
+            settings.politeness.robots_read_window,
+            Duration::from_secs(86400)
+        );
+        let bad = text.replace("10.0.0.0/8", "10.0.0.0/99");
+        assert!(parse(&bad)
+            .unwrap_err()
+            .message
+            .contains("is not a network"));
+        let bad = text.replace("on_spoofed: tag", "on_spoofed: ignore");
+        assert!(parse(&bad)
+            .unwrap_err()
+            .message
+            .contains("`block`, `tag`, `count`"));
+        assert_eq!(
+            parse(MINIMAL).unwrap().sites[0].crawl_delay,
+            CrawlDelayMode::Count
+        );
+    }
+
+    /// Checks the actions the only site of `text` takes on crawlers (token, name, category);
+    /// returns the site.
+    fn assert_actions(text: &str, cases: &[(&str, &str, Category, Action)]) -> SiteSettings {
+        let site = parse(text).unwrap().sites.remove(0);
+        let actions = site.actions();
+        for &(token, name, category, want) in cases {
+            assert_eq!(actions.for_crawler(token, name, category), want, "{name}");
+        }
+        site
+    }
+
+    #[test]
+    fn trusted_proxies_name_the_one_header_they_write() {
+        let text =
+            format!("{MINIMAL}trusted_proxies:\n  networks: [10.0.0.0/8]\n  header: Forwarded\n");
+        let trusted = parse(&text).unwrap().trusted_proxies;
+        assert_eq!(trusted.header().name(), "forwarded");
+        assert!(trusted.contains("10.1.2.3".parse().unwrap()));
+        let real_ip = text.replace("Forwarded", "X-Real-IP");
+        assert_eq!(
+            parse(&real_ip).unwrap().trusted_proxies.header().name(),
+            "x-real-ip"
+        );
+        let bad = text.replace("header: Forwarded", "header: \"x forwarded\"");
+        let error = parse(&bad).unwrap_err();
+        assert_eq!(error.line, Some(9), "{error}");
+        assert!(error.message.contains("is not a header name"), "{error}");
+        let unknown = text.replace("header: Forwarded", "headers: Forwarded");
+        let error = parse(&unknown).unwrap_err();
+        assert_eq!(error.line, Some(9), "{error}");
+        assert!(error.message.contains("headers"), "{error}");
+        let bad_net = text.replace("10.0.0.0/8", "10.0.0.0/99");
+        let error = parse(&bad_net).unwrap_err();
+        assert_eq!(error.line, Some(8), "{error}");
+        assert!(error.message.contains("is not a network"), "{error}");
+        assert!(parse(MINIMAL).unwrap().trusted_proxies.is_empty());
+    }
+
+    #[test]
+    fn the_state_dir_is_relative_to_the_file_and_must_be_a_folder() {
+        let text = format!("{MINIMAL}state_dir: state\n");
+        assert_eq!(
+            parse(&text).unwrap().state_dir,
+            Some(PathBuf::from("/etc/crawlgate/state"))
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "").unwrap();
+        let text = format!("{MINIMAL}state_dir: {}\n", file.display());
+        let error = parse(&text).unwrap_err();
+        assert_eq!(error.line, Some(7), "{error}");
+        assert!(error.message.contains("not a folder"), "{error}");
+    }
+
+    #[test]
+    fn an_empty_reverse_dns_list_turns_the_catalogs_off() {
+        let text = format!("{MINIMAL}verification:\n  reverse_dns: {{Googlebot: []}}\n");
+        let settings = parse(&text).unwrap();
+        assert_eq!(
+            settings.verification.reverse_dns,
+            vec![("Googlebot".to_owned(), Vec::new())]
+        );
+        let bad = text.replace("[]", "[\"..\"]");
+        assert_eq!(parse(&bad).unwrap_err().line, Some(8));
+    }
+
+    #[test]
+    fn per_bot_actions_are_case_insensitive() {
+        let text = MINIMAL.replace(
+            "    robots:",
+            "    action: count\n    bots: {GPTBot: block, MJ12bot: tag}\n    robots:",
+        );
+        let site = assert_actions(
+            &text,
+            &[
+                ("gptbot", "GPTBot", Category::AiTraining, Action::Block),
+                ("CCBot", "CCBot", Category::AiTraining, Action::Count),
+                ("MJ", "MJ12bot", Category::Seo, Action::Tag),
+            ],
+        );
+        // A catalog name is a key, but only product tokens name crawlers of the site's own.
+        assert_eq!(site.bot_tokens, ["GPTBot"]);
+    }
+
+    #[test]
+    fn actions_per_category() {
+        let text = MINIMAL.replace(
+            "    robots:",
+            "    categories: {ai-training: block, seo: tag, http-library: count}\n    robots:",
+        );
+        assert_actions(
+            &text,
+            &[
+                ("SemrushBot", "SemrushBot", Category::Seo, Action::Tag),
+                ("curl", "curl", Category::HttpLibrary, Action::Count),
+            ],
+        );
+        // The default: http-library is counted, everything else gets the site's action.
+        let site = assert_actions(
+            MINIMAL,
+            &[
+                ("okhttp", "okhttp", Category::HttpLibrary, Action::Count),
+                ("GPTBot", "GPTBot", Category::AiTraining, Action::Block),
+            ],
+        );
+        assert!(site.category_actions.is_empty());
+        let bad = MINIMAL.replace(
+            "    robots:",
+            "    categories: {robots: block}\n    robots:",
+        );
+        let error = parse(&bad).unwrap_err();
+        assert!(error.message.contains("ai-training"), "{error}");
+        assert_eq!(error.line, Some(5));
+    }
+}
