@@ -273,26 +273,24 @@ pub fn forms(normal: &[u8]) -> impl Iterator<Item = (Form, Vec<u8>)> + '_ {
 /// The path part of a normalised path with `%2F` and `%5C` read as `/`; `None` when it has
 /// neither. The query is left as it is: there they are data, not separators.
 fn decode_separators(normal: &[u8]) -> Option<Vec<u8>> {
-    let end = normal
-        .iter()
-        .position(|&b| b == b'?')
-        .unwrap_or(normal.len());
+    let end = memchr::memchr(b'?', normal).unwrap_or(normal.len());
     let (path, query) = normal.split_at(end);
-    let is_separator = |w: &[u8]| w == b"%2F" || w == b"%5C";
-    if !path.windows(3).any(is_separator) {
-        return None;
-    }
+    // Every request path goes through here: look only at the `%`s, and copy nothing until a
+    // separator is found.
+    let is_separator = |at: usize| matches!(path.get(at + 1..at + 3), Some(b"2F" | b"5C"));
+    let mut escapes = memchr::memchr_iter(b'%', path).filter(|&at| is_separator(at));
+    let first = escapes.next()?;
     let mut out = Vec::with_capacity(normal.len());
-    let mut i = 0;
-    while i < path.len() {
-        if path.get(i..i + 3).is_some_and(is_separator) {
-            out.push(b'/');
-            i += 3;
-        } else {
-            out.push(path[i]);
-            i += 1;
-        }
+    out.extend_from_slice(&path[..first]);
+    out.push(b'/');
+    let mut copied = first + 3;
+    for at in escapes {
+        // `%2F%2F` has no `%` inside a separator, so separators never overlap.
+        out.extend_from_slice(&path[copied..at]);
+        out.push(b'/');
+        copied = at + 3;
     }
+    out.extend_from_slice(&path[copied..]);
     out.extend_from_slice(query);
     Some(out)
 }
@@ -305,45 +303,90 @@ fn decode_separators(normal: &[u8]) -> Option<Vec<u8>> {
 /// `/public/../private/x` or `//private/x` gets `/private/x` from most servers, so an enforcing
 /// proxy checks that form too.
 pub fn canonical(path_and_query: &[u8]) -> Option<Vec<u8>> {
-    let (path, query) = match path_and_query.iter().position(|&b| b == b'?') {
-        Some(q) => path_and_query.split_at(q),
-        None => (path_and_query, &b""[..]),
-    };
-    let has_dot_segment = path
-        .split(|&b| b == b'/')
-        .any(|segment| segment == b"." || segment == b"..");
-    let has_double_slash = path.windows(2).any(|w| w == b"//");
-    if !has_dot_segment && !has_double_slash {
+    let end = memchr::memchr(b'?', path_and_query).unwrap_or(path_and_query.len());
+    let (path, query) = path_and_query.split_at(end);
+    if !needs_resolving(path) {
         return None;
     }
-    let mut segments: Vec<&[u8]> = Vec::new();
-    let parts: Vec<&[u8]> = path.split(|&b| b == b'/').collect();
-    let last = parts.len().saturating_sub(1);
-    let mut trailing_slash = false;
-    for (index, segment) in parts.iter().enumerate() {
-        match *segment {
-            b"" => trailing_slash = index == last && index > 0,
-            b"." => trailing_slash = index == last,
-            b".." => {
-                segments.pop();
-                trailing_slash = index == last;
-            }
-            other => {
-                segments.push(other);
-                trailing_slash = false;
-            }
+    let mut resolved = resolve(path);
+    resolved.extend_from_slice(query);
+    Some(resolved)
+}
+
+/// Whether a path has a `.` or `..` segment or a doubled `/`, that [`canonical`] changes.
+fn needs_resolving(path: &[u8]) -> bool {
+    // Most paths have neither a dot nor a doubled slash: two vectorised searches answer.
+    if memchr::memchr(b'.', path).is_none() && memchr::memmem::find(path, b"//").is_none() {
+        return false;
+    }
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'/', path).chain(std::iter::once(path.len())) {
+        let segment = path.get(start..end).unwrap_or_default();
+        let inner = start > 0 && end < path.len();
+        if matches!(segment, b"." | b"..") || (segment.is_empty() && inner) {
+            return true;
         }
+        start = end + 1;
     }
-    let mut out = Vec::with_capacity(path_and_query.len());
-    for segment in &segments {
-        out.push(b'/');
-        out.extend_from_slice(segment);
+    false
+}
+
+/// [`canonical`]'s resolution of a path (no query), in place and in one pass over its octets,
+/// with kept segments written as `/segment`: an attacker's 16 KiB of `/./a/../` costs one copy,
+/// not a search and an allocation per segment.
+fn resolve(path: &[u8]) -> Vec<u8> {
+    // The path behind one `/` of our own, so that a first segment without one is written as
+    // `/segment` too; the resolved path is compacted into the front of the same buffer (it
+    // only ever loses octets, so writing never overtakes reading).
+    let mut buf = Vec::with_capacity(path.len() + 2);
+    buf.push(b'/');
+    buf.extend_from_slice(path);
+    let bytes = buf.as_mut_slice();
+    let (mut write, mut start, mut depth) = (1, 1, 0usize);
+    let mut first = true;
+    // Set by every segment; the last one's says whether the path ends in `/`.
+    let mut trailing_slash;
+    let mut read = 1;
+    loop {
+        let byte = bytes.get(read).copied();
+        read += 1;
+        if let Some(byte) = byte.filter(|&byte| byte != b'/') {
+            if let Some(slot) = bytes.get_mut(write) {
+                *slot = byte;
+            }
+            write += 1;
+            continue;
+        }
+        let last = byte.is_none();
+        let segment = bytes.get(start..write).unwrap_or_default();
+        if matches!(segment, b"" | b"." | b"..") {
+            trailing_slash = last && (!segment.is_empty() || !first);
+            let up = segment == b"..";
+            write = start - 1;
+            if up && depth > 0 {
+                // The last `/` written starts the last segment kept.
+                write = memchr::memrchr(b'/', bytes.get(..write).unwrap_or_default()).unwrap_or(0);
+                depth -= 1;
+            }
+        } else {
+            depth += 1;
+            trailing_slash = false;
+        }
+        if last {
+            break;
+        }
+        if let Some(slot) = bytes.get_mut(write) {
+            *slot = b'/';
+        }
+        write += 1;
+        start = write;
+        first = false;
     }
-    if segments.is_empty() || trailing_slash {
-        out.push(b'/');
+    buf.truncate(write);
+    if depth == 0 || trailing_slash {
+        buf.push(b'/');
     }
-    out.extend_from_slice(query);
-    Some(out)
+    buf
 }
 
 #[cfg(test)]
@@ -469,5 +512,75 @@ mod tests {
         assert_eq!(path_and_query("page.html"), "/page.html");
         // A colon later in the path is not a scheme.
         assert_eq!(path_and_query("/a://b"), "/a://b");
+    }
+
+    /// RFC 3986 §5.2.4 read the plain way: split at every `/`, keep a stack of segments.
+    fn naive_canonical(path_and_query: &[u8]) -> Option<Vec<u8>> {
+        let q = path_and_query.iter().position(|&b| b == b'?');
+        let (path, query) = path_and_query.split_at(q.unwrap_or(path_and_query.len()));
+        let parts: Vec<&[u8]> = path.split(|&b| b == b'/').collect();
+        let dot = parts.iter().any(|s| *s == b"." || *s == b"..");
+        if !dot && !path.windows(2).any(|w| w == b"//") {
+            return None;
+        }
+        let (mut stack, mut trailing) = (Vec::new(), false);
+        for (i, segment) in parts.iter().enumerate() {
+            let last = i + 1 == parts.len();
+            match *segment {
+                b"" => trailing = last && i > 0,
+                b"." => trailing = last,
+                b".." => {
+                    stack.pop();
+                    trailing = last;
+                }
+                other => {
+                    stack.push(other);
+                    trailing = false;
+                }
+            }
+        }
+        let mut out: Vec<u8> = stack.iter().flat_map(|s| [&b"/"[..], s].concat()).collect();
+        if stack.is_empty() || trailing {
+            out.push(b'/');
+        }
+        out.extend_from_slice(query);
+        Some(out)
+    }
+
+    /// Separators decoded the plain way: every window of three octets looked at.
+    fn naive_decode(normal: &[u8]) -> Option<Vec<u8>> {
+        let q = normal
+            .iter()
+            .position(|&b| b == b'?')
+            .unwrap_or(normal.len());
+        let (path, query) = normal.split_at(q);
+        let sep = |w: &[u8]| w == b"%2F" || w == b"%5C";
+        if !path.windows(3).any(sep) {
+            return None;
+        }
+        let (mut out, mut i) = (Vec::new(), 0);
+        while i < path.len() {
+            if path.get(i..i + 3).is_some_and(sep) {
+                out.push(b'/');
+                i += 3;
+            } else {
+                out.push(path[i]);
+                i += 1;
+            }
+        }
+        out.extend_from_slice(query);
+        Some(out)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 4000, ..Default::default() })]
+        #[test]
+        fn resolving_and_decoding_agree_with_the_plain_reading(
+            path in proptest::collection::vec(proptest::sample::select(
+                &[b'/', b'.', b'a', b'%', b'2', b'F', b'5', b'C', b'?'][..]), 0..40)
+        ) {
+            proptest::prop_assert_eq!(canonical(&path), naive_canonical(&path));
+            proptest::prop_assert_eq!(decode_separators(&path), naive_decode(&path));
+        }
     }
 }
