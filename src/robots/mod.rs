@@ -21,7 +21,9 @@ pub mod token;
 pub use parse::{
     Group, ParsedFile, Rule, RuleKind, Sitemap, DEFAULT_MAX_BYTES, MAX_CRAWL_DELAY_SECONDS,
 };
-pub use preferences::{Preference, PreferenceForm, PreferenceRule, Stance, Stated, Usage};
+pub use preferences::{
+    Preference, PreferenceForm, PreferenceRule, Stance, Stated, StatedView, Usage,
+};
 pub use problem::{Problem, ProblemKind};
 
 use matcher::{Found, GroupMatcher};

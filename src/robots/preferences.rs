@@ -318,6 +318,21 @@ impl Preference {
         changed.then_some(value)
     }
 
+    /// The stated uses with their rules, for JSON output (`check --json`, `explain --json`).
+    pub fn view<'a>(&self, rules: &'a [PreferenceRule]) -> Vec<StatedView<'a>> {
+        Usage::ALL
+            .into_iter()
+            .filter_map(|usage| {
+                let stated = self.get(usage);
+                (stated.stance != Stance::Unknown).then(|| StatedView {
+                    usage,
+                    stance: stated.stance,
+                    rule: stated.rule.and_then(|i| rules.get(i)),
+                })
+            })
+            .collect()
+    }
+
     /// For people: `train-ai=n (line 4: Content-Usage: train-ai=n); search, ai-input unknown`,
     /// or `none stated`. `rules` are the file's preference rules.
     pub fn describe(&self, rules: &[PreferenceRule]) -> String {
@@ -348,6 +363,17 @@ impl Preference {
         }
         stated.join("; ")
     }
+}
+
+/// What is stated about one use, and the rule that states it (see [`Preference::view`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct StatedView<'a> {
+    /// The use.
+    pub usage: Usage,
+    /// Allowed or disallowed.
+    pub stance: Stance,
+    /// The deciding rule.
+    pub rule: Option<&'a PreferenceRule>,
 }
 
 /// A statement, parsed: what it says about each use, and what was wrong with it.
