@@ -459,7 +459,7 @@ fn write_text(
         decision.rule(),
     ) {
         (Some(refusal), Some(rule), _) => format!(
-            "line {} ({}) refuses {}, which a {} crawler is for,",
+            "line {} ({}) refuses {}, which {} crawlers are for,",
             rule.line,
             rule.text(),
             refusal.usage.label(),
