@@ -695,6 +695,27 @@ mod tests {
         assert_eq!(any.header_value(), Some("train-ai=n"));
     }
 
+    /// contentsignals.org's example file: a comment block, then the signal under `*`, before
+    /// the group's `Allow`.
+    #[test]
+    fn preferences_follow_the_content_signals_example() {
+        let robots = compile(
+            "# As a condition of accessing this website, you agree to abide by\n# the following content signals:\n# ai-train: training or fine-tuning AI models.\nUser-Agent: *\nContent-Signal: ai-train=no, search=yes, ai-input=yes\nAllow: /\n",
+        );
+        assert!(robots.problems().is_empty(), "{:?}", robots.problems());
+        let p = robots.preference("AnyBot", "/x");
+        assert_eq!(
+            Usage::ALL.map(|u| p.get(u).stance),
+            [Stance::Disallowed, Stance::Allowed, Stance::Allowed]
+        );
+        assert_eq!(robots.preference_rule(0).unwrap().line, 5);
+        // Cloudflare's managed default: `search=yes, ai-train=no`, AI input unknown.
+        let managed = compile("User-Agent: *\nContent-Signal: search=yes,ai-train=no\nAllow: /\n");
+        let p = managed.preference("AnyBot", "/");
+        assert_eq!(p.get(Usage::AiInput).stance, Stance::Unknown);
+        assert_eq!(p.header_value(), Some("train-ai=n, search=y"));
+    }
+
     #[test]
     fn preferences_per_use_longest_then_most_restrictive() {
         let robots = compile(
