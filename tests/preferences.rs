@@ -263,4 +263,25 @@ fn audit_reports_requests_against_a_preference_beside_rule_violations() {
     let rules = report["preference_rules"].as_array().unwrap();
     assert_eq!(rules[0]["line"], 4);
     assert_eq!(rules[0]["requests"], 2);
+
+    // The table and the page say the same.
+    let html = dir.path().join("report.html");
+    let output = Command::new(env!("CARGO_BIN_EXE_crawlgate"))
+        .args(["audit", "--robots"])
+        .arg(&robots)
+        .arg("--html")
+        .arg(&html)
+        .arg(&log)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        table.contains("2 crawler requests robots.txt allows went against its stated content-use preference:\n  line 4 (Content-Signal: search=yes, ai-input=no, ai-train=no): 2\n"),
+        "{table}"
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("<b>2</b><span>allowed, but against a stated content-use preference</span>"),
+        "{page}"
+    );
 }
