@@ -18,9 +18,11 @@ pub struct Report {
     /// The robots.txt replayed against.
     pub robots: RobotsSummary,
     /// Crawler requests robots.txt allows but its content-use preference refuses (the proxy's
-    /// `content-usage` verdict, were it enforced).
+    /// `content-usage` verdict, were it enforced); absent when none.
+    #[serde(skip_serializing_if = "is_zero")]
     pub against_preference: u64,
-    /// The preference rules that refused requests, in file order.
+    /// The preference rules that refused requests, in file order; absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub preference_rules: Vec<PreferenceRuleReport>,
     /// Each input, in the order read.
     pub inputs: Vec<InputReport>,
@@ -102,7 +104,8 @@ pub struct CrawlerReport {
     /// Requests robots.txt disallows.
     pub disallowed: u64,
     /// Requests robots.txt allows but its content-use preference refuses for this crawler's
-    /// category.
+    /// category (absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
     pub against_preference: u64,
     /// `disallowed / requests`.
     pub share: f64,
