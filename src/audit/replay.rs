@@ -553,7 +553,9 @@ fn refusing_rule(
     if uses.is_empty() || !robots.has_preferences(selected) {
         return None;
     }
-    let (_, stated) = robots.stated_preference(selected, path).refused(uses)?;
+    let (_, stated) = robots
+        .stated_preference_of(selected, path, uses)
+        .refused(uses)?;
     stated.rule
 }
 

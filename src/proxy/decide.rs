@@ -351,7 +351,9 @@ fn refused_use(snapshot: &Snapshot, crawler: Crawler<'_>, path: &str) -> Option<
     if uses.is_empty() || !snapshot.robots.has_preferences(crawler.selected) {
         return None;
     }
-    let preference = snapshot.robots.stated_preference(crawler.selected, path);
+    let preference = snapshot
+        .robots
+        .stated_preference_of(crawler.selected, path, uses);
     let (usage, stated) = preference.refused(uses)?;
     Some(Refusal {
         usage,

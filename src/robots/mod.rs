@@ -521,14 +521,25 @@ impl Robots {
     /// [`Robots::check_selected`], it reads the path in every form an origin may, and the most
     /// restrictive answer holds.
     pub fn stated_preference(&self, selected: Selected, url: &str) -> Preference {
+        self.stated_preference_of(selected, url, &Usage::ALL)
+    }
+
+    /// [`Robots::stated_preference`] for `uses` only (the others are unknown): a caller that
+    /// asks whether a crawler's own uses are refused looks up only those.
+    pub fn stated_preference_of(
+        &self,
+        selected: Selected,
+        url: &str,
+        uses: &[Usage],
+    ) -> Preference {
         let Some(selection) = self.selection_of(selected).filter(|s| s.preferences) else {
             return Preference::UNKNOWN;
         };
         let raw = path::path_and_query(url);
         let as_sent = path::normalize(raw.as_bytes());
-        let preference = self.prefer(selection, &as_sent);
+        let preference = self.prefer(selection, &as_sent, uses);
         path::forms(&as_sent).fold(preference, |preference, (_, other)| {
-            preference.stricter(self.prefer(selection, &other))
+            preference.stricter(self.prefer(selection, &other, uses))
         })
     }
 
@@ -539,9 +550,9 @@ impl Robots {
     }
 
     /// The preference of one normalised path.
-    fn prefer(&self, selection: &Selection, path: &[u8]) -> Preference {
+    fn prefer(&self, selection: &Selection, path: &[u8], uses: &[Usage]) -> Preference {
         let mut preference = Preference::UNKNOWN;
-        for usage in Usage::ALL {
+        for &usage in uses {
             let found = match &selection.merged_preferences {
                 Some(merged) => merged.decide(usage, path, None),
                 None => selection
@@ -738,6 +749,10 @@ mod tests {
             pref("/open/x.pdf").get(Usage::TrainAi).stance,
             Stance::Disallowed
         );
+        // Asking for some uses looks up those only.
+        let some = robots.stated_preference_of(robots.select(&["x"], true), "/a", &[Usage::Search]);
+        assert_eq!(some.get(Usage::Search).stance, Stance::Allowed);
+        assert_eq!(some.get(Usage::TrainAi).stance, Stance::Unknown);
         // Percent-encoding read as for rules.
         assert_eq!(
             pref("/%6Fpen/x").get(Usage::TrainAi).stance,
