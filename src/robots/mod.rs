@@ -684,7 +684,7 @@ mod tests {
         );
     }
 
-    /// The attach draft's example file (§3.5) and its table of paths.
+    /// The attach draft's example file (§3.4) and its table of paths.
     #[test]
     fn preferences_follow_the_attach_drafts_example() {
         let robots = compile(

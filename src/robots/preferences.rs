@@ -12,7 +12,7 @@
 //!
 //! How the two are read, and why:
 //!
-//! - **Both are rules of the group they stand in** (the attach draft adds `content-usage` to
+//! - **Both are rules of the group they stand in** (attach draft §3 adds `content-usage` to
 //!   RFC 9309's `rule`; contentsignals.org puts `Content-Signal` under `User-Agent: *`), so a
 //!   crawler gets the preferences of the groups it obeys, as for `Allow`/`Disallow`. A line
 //!   before any `User-agent` belongs to no group: it is a listed problem and ignored. Unlike an
@@ -23,7 +23,8 @@
 //!   space or tab (with RFC 9309's `*` and `$`, compared after the same normalisation as rule
 //!   patterns); without one the rule applies to every path. The statement is a structured-field
 //!   dictionary (RFC 9651), parsed by the `sfv` crate: a value that does not parse states
-//!   nothing (aipref vocab §6.4), duplicate keys keep the last value, parameters and unknown
+//!   nothing (aipref vocab §6.5, "Processing Algorithm"; section numbers are those of
+//!   the vocab draft of 2026-08-19), duplicate keys keep the last value, parameters and unknown
 //!   keys are ignored. `Content-Usage` takes the tokens `y`/`n` for `train-ai` and `search`;
 //!   `Content-Signal` takes `yes`/`no` for `ai-train`, `search` and `ai-input` (and Cloudflare's
 //!   `use=immediate|reference|full`, recognised and not enforced).
@@ -32,7 +33,7 @@
 //! - **Per use, the longest matching rule that states it decides**, over both spellings
 //!   together; a rule silent on a use leaves it to shorter rules; on a tie of lengths the most
 //!   restrictive wins (`n` over `y`), as the attach draft says for identical paths and the vocab
-//!   draft's §7.1 says for combining statements. A site's `Content-Signal: ai-train=no` and its
+//!   draft's §5.1 ("Combining Preferences") says for combining statements. A site's `Content-Signal: ai-train=no` and its
 //!   own `Content-Usage: /open-data/ train-ai=y` so mean what they say: training is refused
 //!   everywhere but under `/open-data/`. (The attach draft can also be read as "the longest
 //!   rule decides every use at once"; that reading would let `Content-Usage: /blog/ search=y`
@@ -128,7 +129,7 @@ impl Usage {
     }
 }
 
-/// What a site says about one use (aipref vocab §3: allowed, disallowed, or unknown).
+/// What a site says about one use (aipref vocab §3 and §5: allowed, disallowed, or unknown).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Stance {
@@ -151,7 +152,7 @@ impl Stance {
         }
     }
 
-    /// How restrictive it is, for combining (vocab §7.1: `n` over `y` over unknown).
+    /// How restrictive it is, for combining (vocab §5.1: `n` over `y` over unknown).
     fn rank(self) -> u8 {
         match self {
             Stance::Unknown => 0,
@@ -248,7 +249,7 @@ impl Preference {
         self.stated.iter().all(|s| s.stance == Stance::Unknown)
     }
 
-    /// The more restrictive of two preferences, use by use (vocab §7.1).
+    /// The more restrictive of two preferences, use by use (vocab §5.1).
     pub fn stricter(self, other: Preference) -> Preference {
         let mut stated = self.stated;
         for (mine, theirs) in stated.iter_mut().zip(other.stated) {
@@ -287,7 +288,7 @@ impl Preference {
     /// The `Content-Usage` header a response should carry, given the one the origin sent
     /// (`origin`, its field lines joined with `, `): `None` leaves the response as it is.
     ///
-    /// Both are statements by the same site, combined as vocab §7.1 says (the most restrictive
+    /// Both are statements by the same site, combined as vocab §5.1 says (the most restrictive
     /// wins). The origin's field is kept as written, with its unknown keys and parameters, and
     /// only the entries where robots.txt says more are appended: a dictionary keeps the last of
     /// duplicate keys, so an appended `train-ai=n` overrides the origin's `train-ai=y`. An
@@ -436,7 +437,7 @@ impl<'de> sfv::visitor::ItemVisitor<'de> for Slot<'_, 'de> {
             sfv::BareItemFromInput::ByteSequence(_) => Value::Other("a byte sequence"),
             sfv::BareItemFromInput::Date(_) => Value::Other("a date"),
         };
-        // Parameters carry no preference (vocab §6.5): validated, then ignored.
+        // Parameters carry no preference (vocab §6.4 and §6.5.2): validated, then ignored.
         Ok(sfv::visitor::Ignored)
     }
 }
@@ -466,7 +467,7 @@ fn hint(form: PreferenceForm, key: &str) -> Option<&'static str> {
     }
 }
 
-/// Parses a statement (vocab §6.4) in `form`. `Err` carries the structured-field error: the
+/// Parses a statement (vocab §6.5) in `form`. `Err` carries the structured-field error: the
 /// statement then states nothing.
 fn parse_statement(form: PreferenceForm, text: &str) -> Result<Statement, String> {
     let mut members = Members::default();
@@ -660,7 +661,7 @@ mod tests {
     use PreferenceForm::{ContentSignal, ContentUsage};
     use Stance::{Allowed as Y, Disallowed as N, Unknown as U};
 
-    /// The vocab draft's own examples (§6 and §6.4).
+    /// The vocab draft's own examples (§6 and §6.5).
     #[test]
     fn the_vocabulary_drafts_examples() {
         let (r, p) = rule(ContentUsage, "train-ai=y, search=n");

@@ -95,7 +95,7 @@ pub enum ProblemKind {
     #[error("pattern is too large to compile; rule ignored")]
     TooComplex,
     /// A `Content-Usage` or `Content-Signal` statement that is not a structured-field
-    /// dictionary (RFC 9651): it states nothing (aipref vocab §6.4).
+    /// dictionary (RFC 9651): it states nothing (aipref vocab §6.5).
     #[error("`{directive}` value is not a structured-field dictionary ({error}); no preference is read from it")]
     PreferenceSyntax {
         /// `Content-Usage` or `Content-Signal`.
