@@ -41,7 +41,7 @@
 //! - **Preferences apply to crawlable paths only**: a path the crawler may not fetch has none
 //!   (attach draft §3.1); [`super::Robots::preference_selected`] checks that first.
 //!
-//! Matching reuses the compiled group matcher ([`GroupMatcher`]), one per use over the rules
+//! Matching reuses the compiled group matcher (`matcher::GroupMatcher`), one per use over the rules
 //! that state it, ranked by length and then `n` before `y`, so that a file of thousands of
 //! preference lines costs a query what a group of thousands of rules does.
 
