@@ -286,3 +286,67 @@ fn audit_reports_requests_against_a_preference_beside_rule_violations() {
         "{page}"
     );
 }
+
+/// An origin that states its own `Content-Usage` on every response: a plain HTTP/1.1 server on
+/// loopback, one thread, one response per connection.
+fn origin_stating(content_usage: &'static str) -> std::net::SocketAddr {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            // The request head ends with an empty line.
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                if line == "\r\n" {
+                    break;
+                }
+                line.clear();
+            }
+            let response = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Usage: {content_usage}\r\nConnection: close\r\n\r\nok"
+            );
+            let _ = stream.write_all(response.as_bytes());
+        }
+    });
+    addr
+}
+
+#[test]
+fn an_origins_own_content_usage_is_kept_and_robots_txt_adds_what_is_stricter() {
+    let origin = origin_stating("train-ai=y;src=cms");
+    let template = format!(
+        r#"listen: ["{{listen}}"]
+metrics: {{listen: "{{metrics}}"}}
+pingora: {{threads: 1, grace_period_seconds: 2}}
+sites:
+  - name: announcing
+    upstream: "{origin}"
+    robots: {{file: robots.txt}}
+    content_usage: {{announce: true}}
+"#
+    );
+    let proxy = ProxyBuilder::new(&template)
+        .file("robots.txt", ROBOTS)
+        .start();
+    let header = |path: &str| {
+        let (status, body, headers) = get(&proxy.url(path), FIREFOX, None);
+        assert_eq!((status, body.as_str()), (200, "ok"), "{path}");
+        let values: Vec<String> = headers
+            .get_all("content-usage")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .collect();
+        values
+    };
+    // robots.txt refuses training here: its `train-ai=n` comes last, and a dictionary keeps
+    // the last of a key.
+    assert_eq!(
+        header("/page"),
+        ["train-ai=y;src=cms, train-ai=n, search=y"]
+    );
+    // Here both allow training: only what the origin does not say is added.
+    assert_eq!(header("/open/x"), ["train-ai=y;src=cms, search=y"]);
+}
