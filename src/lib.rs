@@ -13,8 +13,9 @@
 //!
 //! # Modules
 //! The data flows one way:
-//! - [`robots`]: bytes of robots.txt → parsed file (groups, rules, line-numbered problems) →
-//!   compiled matcher → [`Verdict`]. Builds without the proxy (`--no-default-features`).
+//! - [`robots`]: bytes of robots.txt → parsed file (groups, rules, content-use preferences,
+//!   line-numbered problems) → compiled matcher → [`Verdict`] and [`Preference`]. Builds
+//!   without the proxy (`--no-default-features`).
 //! - [`agent`]: User-Agent header → known crawler (by product token), unnamed crawler (a
 //!   crawler signal), or person (a browser or an app, never judged).
 //! - [`policy`]: who asks × robots.txt's verdict × configured action (per crawler, per
@@ -49,5 +50,6 @@ pub mod crawlers;
 pub mod proxy;
 
 pub use robots::{
-    GroupKind, Options, Problem, ProblemKind, Reason, Robots, Rule, RuleKind, Verdict,
+    GroupKind, Options, Preference, Problem, ProblemKind, Reason, Robots, Rule, RuleKind, Usage,
+    Verdict,
 };

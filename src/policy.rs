@@ -1,6 +1,7 @@
 //! What to do with a request, given who asks and what robots.txt says: pure decision code.
 
 use crate::agent::Category;
+use crate::robots::Usage;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -103,6 +104,11 @@ pub enum VerdictLabel {
     Grace,
     /// robots.txt does not apply: `/robots.txt` itself, or a person.
     Exempt,
+    /// robots.txt lets the crawler fetch the path, but its stated content-use preference
+    /// (`Content-Usage`, `Content-Signal`) refuses what the crawler's category is for, and the
+    /// site enforces preferences: treated as disallowed.
+    #[serde(rename = "content-usage")]
+    ContentUsage,
 }
 
 impl VerdictLabel {
@@ -113,6 +119,7 @@ impl VerdictLabel {
             VerdictLabel::Disallowed => "disallowed",
             VerdictLabel::Grace => "grace",
             VerdictLabel::Exempt => "exempt",
+            VerdictLabel::ContentUsage => "content-usage",
         }
     }
 }
@@ -156,9 +163,41 @@ pub fn decide(requester: Requester, verdict: VerdictLabel, action: Action) -> Ou
             Outcome::Tagged
         }
         (Requester::Crawler, VerdictLabel::Allowed | VerdictLabel::Grace, _) => Outcome::Forwarded,
-        (Requester::Crawler, VerdictLabel::Disallowed, Action::Block) => Outcome::Blocked,
-        (Requester::Crawler, VerdictLabel::Disallowed, Action::Tag) => Outcome::Tagged,
-        (Requester::Crawler, VerdictLabel::Disallowed, Action::Count) => Outcome::Counted,
+        (Requester::Crawler, VerdictLabel::Disallowed | VerdictLabel::ContentUsage, action) => {
+            match action {
+                Action::Block => Outcome::Blocked,
+                Action::Tag => Outcome::Tagged,
+                Action::Count => Outcome::Counted,
+            }
+        }
+    }
+}
+
+/// The uses of content a crawler of `category` is for: the one place where crawler categories
+/// meet content-use preferences (README's "Content-use preferences" has the same table). A
+/// crawler goes against a site's preference when the site refuses any of them.
+///
+/// Training crawlers train models (`train-ai=n`, `ai-train=no`). AI search and AI assistants
+/// put pages into answers at question time, which is Content-Signal's `ai-input`, and they are
+/// search applications in aipref's sense (`search=n`). A search engine's indexer is search.
+/// Every other category (SEO, archives, previews, monitors, feeds, libraries, scanners, the
+/// unlisted and the unnamed) is for none of them: no preference refuses it, since nothing says
+/// what it does with the content.
+pub fn uses_of(category: Category) -> &'static [Usage] {
+    match category {
+        Category::AiTraining => &[Usage::TrainAi],
+        Category::AiSearch | Category::AiAssistant => &[Usage::AiInput, Usage::Search],
+        Category::Search => &[Usage::Search],
+        Category::Seo
+        | Category::Archiver
+        | Category::Social
+        | Category::Monitoring
+        | Category::Feed
+        | Category::HttpLibrary
+        | Category::Scanner
+        | Category::Other
+        | Category::Unlisted
+        | Category::Unnamed => &[],
     }
 }
 
@@ -226,6 +265,35 @@ mod tests {
             decide(Requester::Crawler, Disallowed, Count),
             Outcome::Counted
         );
+    }
+
+    #[test]
+    fn a_content_usage_verdict_is_treated_as_disallowed() {
+        for action in [Block, Tag, Count] {
+            assert_eq!(
+                decide(Requester::Crawler, ContentUsage, action),
+                decide(Requester::Crawler, Disallowed, action)
+            );
+            assert_eq!(
+                decide(Requester::Person, ContentUsage, action),
+                Outcome::Forwarded
+            );
+        }
+    }
+
+    #[test]
+    fn categories_map_to_the_uses_they_are_for() {
+        assert_eq!(uses_of(Category::AiTraining), &[Usage::TrainAi]);
+        assert_eq!(
+            uses_of(Category::AiAssistant),
+            &[Usage::AiInput, Usage::Search]
+        );
+        assert_eq!(uses_of(Category::Search), &[Usage::Search]);
+        let none: Vec<Category> = Category::ALL
+            .into_iter()
+            .filter(|&c| uses_of(c).is_empty())
+            .collect();
+        assert_eq!(none.len(), Category::ALL.len() - 4, "{none:?}");
     }
 
     #[test]

@@ -63,6 +63,14 @@ const NEUTRAL: &[&str] = &[
     "Clean-param: ref /a",
     "this line has no colon at all",
     "Sitemap:",
+    // Content-use preferences: rules of their group for what they state, but they never end a
+    // run of user-agent lines nor change what any group allows (RFC 9309 §2.2.4), which the
+    // main property checks by reading them as neutral.
+    "Content-Usage: train-ai=n",
+    "content-usage: /a/ train-ai=y, search=n",
+    "Content-Signal: search=yes, ai-input=no, ai-train=no",
+    "Content-Signal: /*.pdf$ ai-train=no",
+    "Content-Usage: Train-AI=maybe",
 ];
 
 /// One user-agent line.
@@ -572,6 +580,8 @@ fn almost_line() -> impl Strategy<Value = Vec<u8>> {
             "crawl-delay",
             "sitemap",
             "noindex",
+            "content-usage",
+            "Content-Signal",
             "",
             "#",
             "*",
@@ -584,6 +594,7 @@ fn almost_line() -> impl Strategy<Value = Vec<u8>> {
         1 => select(&[
             "*", "/*a*a*a*a*a*a*a*a*b$", "/$$$", "**", "*$", "$", "/%", "/%%%41", "/a%", "/\u{0}",
             "/é*é$", "1e308", "-1", "NaN", "inf", "/a # b", "\u{feff}/x", "/\u{200b}", "/a\tb",
+            "train-ai=n", "/a train-ai=y, search=n", "ai-train=no, use=full", "/ search=?0;x",
         ][..]).prop_map(str::to_owned),
         1 => ".{0,20}",
     ];
@@ -635,6 +646,63 @@ proptest! {
         check_invariants(&robots, crawlgate::robots::DEFAULT_MAX_BYTES)?;
         check_invariants(&parse_limited(&bytes, limit), limit)?;
         query_parsed(&bytes, &robots, seed)?;
+    }
+}
+
+/// A statement near the structured-field syntax: keys, values, parameters, separators.
+fn statement() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => "(/[a-z*$%]{0,5}[ \t]{1,2})?([a-z*-]{1,9}(=[a-z0-9\"?*]{0,4})?(;[a-z]{1,2}(=[a-z0-9]{0,2})?)?,[ \t]?){0,4}[a-z-]{0,9}(=[ynoes]{0,3})?",
+        1 => any::<String>(),
+    ]
+}
+
+proptest! {
+    #![proptest_config(config(500))]
+
+    /// Preference lines with arbitrary values never panic; what a preference states for a path
+    /// is stated by a rule of the file that says so, and the groups' verdicts are those of the
+    /// same file without the preference lines.
+    #[test]
+    fn preferences_never_panic_and_name_the_rule_that_states_them(
+        values in prop::collection::vec((any::<bool>(), statement()), 0..8),
+        url in "[/a-z%*$?.]{0,20}",
+        agent in select(&["FooBot", "other", ""][..]),
+    ) {
+        use crawlgate::robots::{Stance, Usage};
+        let rules = "User-agent: FooBot\nDisallow: /a\nAllow: /a/b\n\nUser-agent: *\nDisallow: /p\n";
+        let mut text = String::from("User-agent: FooBot\n");
+        let mut star = String::from("User-agent: *\n");
+        for (index, (signal, value)) in values.iter().enumerate() {
+            let directive = if *signal { "Content-Signal" } else { "Content-Usage" };
+            // One line each: a line break in the value would start a line of its own.
+            let value = value.replace(['\n', '\r'], " ");
+            let line = format!("{directive}: {value}\n");
+            if index % 2 == 0 { text.push_str(&line) } else { star.push_str(&line) }
+        }
+        text.push_str("Disallow: /a\nAllow: /a/b\n\n");
+        text.push_str(&star);
+        text.push_str("Disallow: /p\n");
+        let with = Robots::parse(text.as_bytes());
+        let without = Robots::parse(rules.as_bytes());
+        check_invariants(&with, crawlgate::robots::DEFAULT_MAX_BYTES)?;
+        let verdict = with.check(agent, &url);
+        prop_assert_eq!(verdict.allowed, without.check(agent, &url).allowed, "{:?} {}", text, url);
+        let preference = with.preference(agent, &url);
+        if !verdict.allowed {
+            prop_assert!(preference.is_unknown());
+        }
+        for usage in Usage::ALL {
+            let stated = preference.get(usage);
+            match stated.rule {
+                None => prop_assert_eq!(stated.stance, Stance::Unknown),
+                Some(index) => {
+                    let rule = with.preference_rule(index);
+                    prop_assert!(rule.is_some(), "rule {} of {:?}", index, text);
+                    prop_assert_eq!(rule.map(|r| r.stance(usage)), Some(stated.stance));
+                }
+            }
+        }
     }
 }
 

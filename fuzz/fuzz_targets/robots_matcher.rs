@@ -10,7 +10,8 @@
 //! `check_exact` agrees with `tests/common/reference.rs` run on the groups as parsed (verdict,
 //! reason, groups, and the deciding rule is one of the longest matching rules), and `check`
 //! (and `is_allowed`) is the strictest of the reference's verdicts on the path as sent, as an
-//! origin resolves it, and with `%2F`/`%5C` read as separators.
+//! origin resolves it, and with `%2F`/`%5C` read as separators. The content-use preference
+//! for each query is none on a disallowed path and names the rule that states it.
 //!
 //! There is no documented difference to exclude: every disagreement is a bug.
 #![no_main]
@@ -95,6 +96,24 @@ fn query(robots: &Robots, reference: &RefFile, agent: &str, url: &str, what: &st
     if !request.allowed {
         assert!(request.rule.is_some(), "disallowed without a rule");
     }
+
+    // Content-use preferences: none where the path may not be fetched, and what is stated
+    // names a rule of the file that states it.
+    let preference = robots.preference(agent, url);
+    if !request.allowed {
+        assert!(
+            preference.is_unknown(),
+            "{what}: a preference on a disallowed path"
+        );
+    }
+    for usage in crawlgate::robots::Usage::ALL {
+        let stated = preference.get(usage);
+        match stated.rule.map(|index| robots.preference_rule(index)) {
+            None => assert_eq!(stated.stance, crawlgate::robots::Stance::Unknown),
+            Some(rule) => assert_eq!(rule.map(|r| r.stance(usage)), Some(stated.stance)),
+        }
+    }
+    let _ = preference.response_header(Some(url));
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -179,7 +179,14 @@ fn header(page: &mut String, report: &Report) {
             thousands(report.disallowed),
             format!("disallowed by robots.txt ({})", pct(share)),
         ),
-    ] {
+    ]
+    .into_iter()
+    .chain((report.against_preference > 0).then(|| {
+        (
+            thousands(report.against_preference),
+            "allowed, but against a stated content-use preference".to_owned(),
+        )
+    })) {
         let _ = write!(
             page,
             "<div class=\"card\"><b>{value}</b><span>{}</span></div>",

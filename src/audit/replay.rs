@@ -17,7 +17,7 @@ use super::AuditError;
 use crate::agent::{ClassifierError, Identity};
 use crate::catalog::Catalog;
 use crate::crawlers::{CatalogIndex, Crawlers};
-use crate::policy::Actions;
+use crate::policy::{self, Actions};
 use crate::robots::{path, Robots};
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -128,6 +128,7 @@ impl Audit {
             tallies: std::iter::repeat_with(|| None).take(slots).collect(),
             memo: Memo::default(),
             rules: vec![[0; 2]; self.robots.file().rules.len()],
+            preference_rules: vec![0; self.robots.file().preferences.len()],
             timeline: Timeline::default(),
             totals: Totals::default(),
             last_stamp: Vec::new(),
@@ -171,6 +172,9 @@ pub(super) struct Tally {
     pub top_disallowed: TopK,
     /// Rule index → [allowed, disallowed].
     pub rules: FastMap<u32, [u64; 2]>,
+    /// Requests robots.txt allows whose stated content-use preference refuses what the crawler
+    /// is for ([`policy::uses_of`]): what the proxy's `content-usage` verdict would refuse.
+    pub against_preference: u64,
     /// The User-Agents seen, for unnamed crawlers only.
     pub user_agents: Option<TopK>,
 }
@@ -188,6 +192,7 @@ impl Tally {
             no_rule: 0,
             top_disallowed: TopK::new(TOP_CAPACITY),
             rules: FastMap::default(),
+            against_preference: 0,
             user_agents: unnamed.then(|| TopK::new(TOP_CAPACITY)),
         }
     }
@@ -233,6 +238,8 @@ pub struct Replay<'a> {
     memo: Memo,
     /// By rule index: [allowed, disallowed].
     pub(super) rules: Vec<[u64; 2]>,
+    /// By preference rule index: the requests it refused.
+    pub(super) preference_rules: Vec<u64>,
     pub(super) timeline: Timeline,
     pub(super) totals: Totals,
     last_stamp: Vec<u8>,
@@ -482,6 +489,18 @@ impl<'a> Replay<'a> {
         if !verdict.allowed {
             tally.disallowed += 1;
             tally.top_disallowed.add(path.as_bytes());
+        } else if let Some(rule) = row.and_then(|row| {
+            refusing_rule(
+                &audit.robots,
+                selected,
+                policy::uses_of(row.category),
+                &path,
+            )
+        }) {
+            tally.against_preference += 1;
+            if let Some(count) = self.preference_rules.get_mut(rule) {
+                *count += 1;
+            }
         }
         if let Some(time) = time {
             let kind = if verdict.allowed {
@@ -522,6 +541,22 @@ impl<'a> Replay<'a> {
     pub fn finish(self, top: usize) -> Report {
         report::build(&self, top)
     }
+}
+
+/// The preference rule that refuses one of `uses` on `path` (which the groups allow), if any.
+fn refusing_rule(
+    robots: &Robots,
+    selected: crate::robots::Selected,
+    uses: &[crate::robots::Usage],
+    path: &str,
+) -> Option<usize> {
+    if uses.is_empty() || !robots.has_preferences(selected) {
+        return None;
+    }
+    let (_, stated) = robots
+        .stated_preference_of(selected, path, uses)
+        .refused(uses)?;
+    stated.rule
 }
 
 fn seen(first: &mut Option<i64>, last: &mut Option<i64>, time: i64) {

@@ -17,6 +17,13 @@ const RULES_PER_CRAWLER: usize = 20;
 pub struct Report {
     /// The robots.txt replayed against.
     pub robots: RobotsSummary,
+    /// Crawler requests robots.txt allows but its content-use preference refuses (the proxy's
+    /// `content-usage` verdict, were it enforced); absent when none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub against_preference: u64,
+    /// The preference rules that refused requests, in file order; absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub preference_rules: Vec<PreferenceRuleReport>,
     /// Each input, in the order read.
     pub inputs: Vec<InputReport>,
     /// Non-empty lines read.
@@ -96,6 +103,10 @@ pub struct CrawlerReport {
     pub allowed: u64,
     /// Requests robots.txt disallows.
     pub disallowed: u64,
+    /// Requests robots.txt allows but its content-use preference refuses for this crawler's
+    /// category (absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub against_preference: u64,
     /// `disallowed / requests`.
     pub share: f64,
     /// `requests / all requests`: its share of the traffic.
@@ -161,6 +172,17 @@ pub struct RuleReport {
     pub allowed: u64,
     /// Requests it disallowed.
     pub disallowed: u64,
+}
+
+/// How many requests one `Content-Usage` or `Content-Signal` line refused.
+#[derive(Debug, Clone, Serialize)]
+pub struct PreferenceRuleReport {
+    /// The line in robots.txt.
+    pub line: u32,
+    /// The line as read (`Content-Signal: ai-train=no`).
+    pub text: String,
+    /// Requests it refused.
+    pub requests: u64,
 }
 
 /// Requests over time.
@@ -273,7 +295,25 @@ pub(super) fn build(replay: &Replay<'_>, top: usize) -> Report {
         .collect();
     let crawler_requests = crawlers.iter().map(|c| c.requests).sum();
     let disallowed = crawlers.iter().map(|c| c.disallowed).sum();
+    let against_preference = crawlers.iter().map(|c| c.against_preference).sum();
+    let preference_rules = replay
+        .preference_rules
+        .iter()
+        .enumerate()
+        .filter(|(_, &count)| count > 0)
+        .filter_map(|(index, &requests)| {
+            file.preferences
+                .get(index)
+                .map(|rule| PreferenceRuleReport {
+                    line: rule.line,
+                    text: rule.text(),
+                    requests,
+                })
+        })
+        .collect();
     Report {
+        against_preference,
+        preference_rules,
         robots: RobotsSummary {
             file: audit.name().to_owned(),
             bytes: file.bytes,
@@ -360,6 +400,7 @@ fn crawler_report(
         requests: tally.requests,
         allowed: tally.requests - tally.disallowed - tally.robots_fetches,
         disallowed: tally.disallowed,
+        against_preference: tally.against_preference,
         share: ratio(tally.disallowed, tally.requests),
         traffic_share: ratio(tally.requests, all_requests),
         fetched_robots: tally.robots_fetches > 0,
@@ -463,6 +504,22 @@ pub fn write_table(report: &Report, top: usize, out: &mut dyn Write) -> io::Resu
         thousands(report.disallowed),
         percent(ratio(report.disallowed, report.crawler_requests)),
     )?;
+    if report.against_preference > 0 {
+        writeln!(
+            out,
+            "{} crawler requests robots.txt allows went against its stated content-use preference:",
+            thousands(report.against_preference),
+        )?;
+        for rule in &report.preference_rules {
+            writeln!(
+                out,
+                "  line {} ({}): {}",
+                rule.line,
+                printable(&rule.text, 120),
+                thousands(rule.requests)
+            )?;
+        }
+    }
     if report.requests > 0 && report.without_user_agent == report.requests {
         writeln!(
             out,

@@ -2,7 +2,9 @@
 
 use super::{read_input, CliError, ExitStatus};
 use crate::catalog::Catalog;
-use crate::robots::{Options, Reason, Robots, Rule, Verdict, DEFAULT_MAX_BYTES};
+use crate::robots::{
+    Options, Preference, Reason, Robots, Rule, Selected, StatedView, Verdict, DEFAULT_MAX_BYTES,
+};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -44,6 +46,13 @@ struct Answer<'a> {
     reason: Reason,
     /// The form of the path that decided (`as_sent`, `resolved`, `decoded`).
     form: crate::robots::Form,
+    /// The content-use preference that applies (`Content-Usage`, `Content-Signal`), when the
+    /// path may be fetched and the file states one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    preference: Vec<StatedView<'a>>,
+    /// The same in aipref's `Content-Usage` header form, as the proxy announces it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content_usage: Option<&'static str>,
     /// The verdict the query expected, when it said.
     #[serde(skip_serializing_if = "Option::is_none")]
     expected: Option<Expected>,
@@ -58,8 +67,12 @@ impl<'a> Answer<'a> {
         url: &'a str,
         agent: &'a str,
         v: Verdict<'a>,
+        preference: (Preference, &'a Robots),
     ) -> Self {
+        let (preference, robots) = preference;
         Answer {
+            preference: preference.view(&robots.file().preferences),
+            content_usage: preference.header_value(),
             id,
             url,
             agent,
@@ -128,14 +141,34 @@ pub fn run_check(
         if !verdict.allowed {
             status = ExitStatus::Failure;
         }
+        let preference = preference_of(&robots, selected, &verdict, url);
         if args.json {
-            let answer = Answer::new(None, url, agent, verdict);
+            let answer = Answer::new(None, url, agent, verdict, (preference, &robots));
             writeln!(out, "{}", to_json(&answer))?;
         } else {
-            writeln!(out, "{}", describe(url, agent, &verdict))?;
+            let mut line = describe(url, agent, &verdict);
+            if !preference.is_unknown() {
+                line.push_str("; preference: ");
+                line.push_str(&preference.describe(&robots.file().preferences));
+            }
+            writeln!(out, "{line}")?;
         }
     }
     Ok(status)
+}
+
+/// The preference on `url` once `verdict` is known: none where the path may not be fetched.
+fn preference_of(
+    robots: &Robots,
+    selected: Selected,
+    verdict: &Verdict<'_>,
+    url: &str,
+) -> Preference {
+    if verdict.allowed {
+        robots.stated_preference(selected, url)
+    } else {
+        Preference::UNKNOWN
+    }
 }
 
 /// The embedded catalog: a catalog crawler is judged by the groups it obeys (its operator's
@@ -235,11 +268,19 @@ fn check_jsonl(
             });
             continue;
         };
-        let verdict = robots.check_selected(catalog.select_in(robots, agent), &query.url);
+        let selected = catalog.select_in(robots, agent);
+        let verdict = robots.check_selected(selected, &query.url);
         if !verdict.allowed {
             status = ExitStatus::Failure;
         }
-        let mut answer = Answer::new(query.id.as_ref(), &query.url, agent, verdict);
+        let preference = preference_of(robots, selected, &verdict, &query.url);
+        let mut answer = Answer::new(
+            query.id.as_ref(),
+            &query.url,
+            agent,
+            verdict,
+            (preference, robots),
+        );
         if let Some(expected) = query.expect {
             let ok = (expected == Expected::Allowed) == answer.allowed;
             answer.expected = Some(expected);
@@ -390,6 +431,41 @@ mod tests {
         let (result, out) = run(&a, "");
         assert_eq!(result.unwrap(), ExitStatus::Success);
         assert!(out.contains("no group applies to CCBot"));
+    }
+
+    #[test]
+    fn the_preference_for_a_path_is_shown_in_text_and_json() {
+        let file = robots_file(
+            "User-agent: *\nDisallow: /never/\nContent-Signal: search=yes, ai-train=no\nContent-Usage: /ai-ok/ train-ai=y\n",
+        );
+        let path = file.path().to_str().unwrap();
+        let a = args(&[
+            "--robots", path, "--agent", "GPTBot", "/a", "/ai-ok/b", "/never/c",
+        ]);
+        let (_, out) = run(&a, "");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines[0],
+            "allowed    /a  no rule matches; preference: train-ai=n (line 3: Content-Signal: search=yes, ai-train=no); search=y (line 3: Content-Signal: search=yes, ai-train=no); ai-input unknown"
+        );
+        assert!(lines[1].contains("train-ai=y (line 4: Content-Usage: /ai-ok/ train-ai=y)"));
+        assert_eq!(lines[2], "disallowed /never/c  line 2 (Disallow: /never/)");
+        let a = args(&[
+            "--robots", path, "--agent", "GPTBot", "--json", "/a", "/never/c",
+        ]);
+        let (_, out) = run(&a, "");
+        let answers: Vec<serde_json::Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let first = &answers[0]["preference"][0];
+        assert_eq!(first["usage"], "train-ai");
+        assert_eq!(first["stance"], "disallowed");
+        assert_eq!(first["rule"]["line"], 3);
+        assert_eq!(first["rule"]["form"], "content-signal");
+        assert_eq!(answers[0]["content_usage"], "train-ai=n, search=y");
+        // Not crawlable: no preference (attach draft §3.1), and no key at all.
+        assert!(answers[1].get("preference").is_none(), "{}", answers[1]);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::proxy::site::Snapshot;
 use crate::proxy::source::{after_fetch, AfterFetch, Fetched, OriginClient};
 use crate::proxy::state::Shared;
 use crate::robots::path::path_and_query;
-use crate::robots::GroupKind;
+use crate::robots::{GroupKind, Preference};
 use serde_json::json;
 use std::io::Write;
 use std::net::IpAddr;
@@ -311,6 +311,16 @@ fn to_json(decision: &Decision, path: &str, facts: &Facts<'_>) -> String {
     let snapshot = &decision.snapshot;
     let group_lines = group_lines(decision);
     let row = decision.crawler();
+    let preference = preference_of(decision, path);
+    let settings = &decision.site.settings;
+    let content_usage = json!({
+        "preference": preference.view(&snapshot.robots.file().preferences),
+        "enforce": settings.content_usage.enforce,
+        "announce": settings.content_usage.announce,
+        "header": preference.header_value(),
+        "refused": decision.content_usage.map(|r| r.usage),
+        "rule": decision.preference_rule(),
+    });
     let value = json!({
         "site": decision.site.settings.name,
         "path": path,
@@ -339,6 +349,7 @@ fn to_json(decision: &Decision, path: &str, facts: &Facts<'_>) -> String {
         },
         "verdict": decision.verdict.as_str(),
         "rule": rule,
+        "content_usage": content_usage,
         "robots_txt": decision.robots_txt,
         "robots_unread": decision.robots_unread,
         "politeness": politeness(decision),
@@ -442,14 +453,25 @@ fn write_text(
     if let Some(answer) = facts.origin_now {
         writeln!(out, "origin now:    {answer}")?;
     }
-    let rule = match decision.rule() {
-        Some(rule) => format!(
+    let rule = match (
+        decision.content_usage,
+        decision.preference_rule(),
+        decision.rule(),
+    ) {
+        (Some(refusal), Some(rule), _) => format!(
+            "line {} ({}) refuses {}, which {} crawlers are for,",
+            rule.line,
+            rule.text(),
+            refusal.usage.label(),
+            decision.category
+        ),
+        (_, _, Some(rule)) => format!(
             "line {} ({}: {})",
             rule.line,
             rule.kind.directive(),
             rule.pattern
         ),
-        None => "no rule matches".to_owned(),
+        _ => "no rule matches".to_owned(),
     };
     let previous = if decision.decided_by_previous.is_some() {
         " by the previous robots.txt, which it read"
@@ -461,6 +483,21 @@ fn write_text(
         "verdict:       {}{previous}: {rule} for {path}",
         decision.verdict.as_str()
     )?;
+    let preference = preference_of(decision, path);
+    if !preference.is_unknown() {
+        let settings = &settings.content_usage;
+        let what = match (settings.enforce, settings.announce) {
+            (true, true) => "enforced and announced",
+            (true, false) => "enforced",
+            (false, true) => "announced",
+            (false, false) => "neither enforced nor announced",
+        };
+        writeln!(
+            out,
+            "preference:    {} ({what})",
+            preference.describe(&snapshot.robots.file().preferences)
+        )?;
+    }
     let read = match decision.last_robots_fetch {
         Some(at) => format!("last fetched {}", humantime::format_rfc3339_seconds(at)),
         None => "not fetched (as far as this process knows)".to_owned(),
@@ -502,6 +539,18 @@ fn write_text(
         write!(out, "response:      {}", block_message(decision, path))?;
     }
     Ok(())
+}
+
+/// The content-use preference on `path` for the groups the decision was judged by: none for
+/// `/robots.txt` or for a path they disallow.
+fn preference_of(decision: &Decision, path: &str) -> Preference {
+    if decision.robots_txt {
+        return Preference::UNKNOWN;
+    }
+    decision
+        .snapshot
+        .robots
+        .preference_selected(decision.selected, path)
 }
 
 /// The lines of the groups the decision was judged by.

@@ -140,6 +140,8 @@ pub struct Summary {
     pub crawl_delays: usize,
     /// Problems found.
     pub problems: usize,
+    /// `Content-Usage` and `Content-Signal` lines that state a preference.
+    pub preferences: usize,
 }
 
 impl Summary {
@@ -160,6 +162,7 @@ impl Summary {
                 .filter(|g| g.crawl_delay.is_some())
                 .count(),
             problems: robots.problems().len(),
+            preferences: file.preferences.len(),
         }
     }
 }
@@ -222,9 +225,15 @@ pub fn run_lint(args: &LintArgs, mut out: impl Write) -> Result<ExitStatus, CliE
         } else {
             String::new()
         };
+        // Said only where there are some, so that other files' summaries read as before.
+        let preferences = if summary.preferences > 0 {
+            format!(", {} content-use preferences", summary.preferences)
+        } else {
+            String::new()
+        };
         writeln!(
             out,
-            "{name}: {} lines, {} groups, {} agents, {} rules, {} sitemaps, {} crawl-delays; {} problems{never}",
+            "{name}: {} lines, {} groups, {} agents, {} rules, {} sitemaps, {} crawl-delays{preferences}; {} problems{never}",
             summary.lines,
             summary.groups,
             summary.agents,
@@ -271,6 +280,46 @@ mod tests {
         assert!(out.ends_with(
             ": 9 lines, 2 groups, 3 agents, 2 rules, 1 sitemaps, 1 crawl-delays; 1 problems\n"
         ));
+    }
+
+    #[test]
+    fn content_use_preferences_are_validated_with_their_lines() {
+        let text = "Content-Usage: train-ai=n\nUser-agent: *\nContent-Usage: ai-train=n, train-ai=yes\nContent-Signal: Search=yes\nContent-Usage: /x/ train-ai=n, search=y;q=1, foo=y\nContent-Signal: search=yes, ai-train=no\n";
+        let (status, out) = lint(text, &["--strict"]);
+        assert_eq!(status, ExitStatus::Failure);
+        let lines: Vec<&str> = out.lines().filter(|l| !l.starts_with("    ")).collect();
+        let at = |n: usize| {
+            lines[n]
+                .split_once(": ")
+                .map(|(place, _)| place.rsplit(':').next().unwrap().to_owned())
+                .unwrap()
+        };
+        assert_eq!(
+            (0..5).map(at).collect::<Vec<_>>(),
+            ["1", "3", "3", "4", "5"],
+            "{out}"
+        );
+        assert!(lines[1].ends_with("`Content-Usage` key `ai-train` is not known; ignored (`ai-train` is Content-Signal's key; Content-Usage's is `train-ai`)"), "{out}");
+        assert!(
+            lines[2].contains("`train-ai` has `yes`: it takes `y` or `n`"),
+            "{out}"
+        );
+        assert!(
+            lines[3].contains("not a structured-field dictionary"),
+            "{out}"
+        );
+        assert!(
+            lines[4].ends_with("key `foo` is not known; ignored"),
+            "{out}"
+        );
+        assert!(
+            out.contains(", 2 content-use preferences; 5 problems"),
+            "{out}"
+        );
+        let (_, out) = lint(text, &["--json"]);
+        let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(report["summary"]["preferences"], 2);
+        assert_eq!(report["problems"][3]["line"], 4);
     }
 
     #[test]

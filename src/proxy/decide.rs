@@ -13,7 +13,7 @@ use super::verify::{Verification, Verified};
 use crate::agent::Identity;
 use crate::crawlers::Crawler;
 use crate::policy::{self, Action, Outcome, Requester, VerdictLabel};
-use crate::robots::{path, Selected};
+use crate::robots::{path, PreferenceRule, Selected, Usage};
 use serde::Serialize;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
@@ -110,6 +110,17 @@ pub struct Decision {
     pub last_robots_fetch: Option<SystemTime>,
     /// The crawl-delay, when one applies.
     pub crawl_delay: Option<CrawlDelay>,
+    /// The use the path's content-use preference refuses, when the verdict is `content-usage`.
+    pub content_usage: Option<Refusal>,
+}
+
+/// A stated preference that refuses what the crawler is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    /// The refused use.
+    pub usage: Usage,
+    /// The refusing rule's index in the snapshot's [`crate::robots::ParsedFile::preferences`].
+    pub rule: usize,
 }
 
 impl Decision {
@@ -126,6 +137,21 @@ impl Decision {
     pub fn rule(&self) -> Option<&crate::robots::Rule> {
         let snapshot = self.decided_by_previous.as_ref().unwrap_or(&self.snapshot);
         self.rule.and_then(|i| snapshot.robots.file().rules.get(i))
+    }
+
+    /// The preference rule behind a `content-usage` verdict.
+    pub fn preference_rule(&self) -> Option<&PreferenceRule> {
+        let refusal = self.content_usage?;
+        self.snapshot.robots.preference_rule(refusal.rule)
+    }
+
+    /// The line of robots.txt that decided: the preference rule of a `content-usage` verdict,
+    /// else the deciding allow or disallow.
+    pub fn deciding_line(&self) -> Option<u32> {
+        match self.preference_rule() {
+            Some(rule) => Some(rule.line),
+            None => self.rule().map(|rule| rule.line),
+        }
     }
 }
 
@@ -224,6 +250,7 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
         robots_unread: false,
         last_robots_fetch: None,
         crawl_delay: None,
+        content_usage: None,
     };
     if requester == Requester::Person {
         return Some(decision);
@@ -258,6 +285,16 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
             decision.verdict = VerdictLabel::Grace;
             decision.rule = rule;
             decision.decided_by_previous = Some(previous);
+        }
+    }
+    // A path robots.txt lets the crawler fetch may still carry a preference that refuses what
+    // the crawler is for; a site that enforces preferences treats it as disallowed. (A spoofed
+    // claim is judged as the unnamed crawler, which no preference refuses.)
+    if decision.verdict == VerdictLabel::Allowed && site.settings.content_usage.enforce {
+        if let Some(refusal) = refused_use(&snapshot, judged, facts.path) {
+            decision.verdict = VerdictLabel::ContentUsage;
+            decision.rule = None;
+            decision.content_usage = Some(refusal);
         }
     }
     if spoofed {
@@ -306,6 +343,22 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
         }
     }
     Some(decision)
+}
+
+/// The first use `crawler` is for that the preference on `path` refuses ([`policy::uses_of`]).
+fn refused_use(snapshot: &Snapshot, crawler: Crawler<'_>, path: &str) -> Option<Refusal> {
+    let uses = policy::uses_of(crawler.category);
+    if uses.is_empty() || !snapshot.robots.has_preferences(crawler.selected) {
+        return None;
+    }
+    let preference = snapshot
+        .robots
+        .stated_preference_of(crawler.selected, path, uses);
+    let (usage, stated) = preference.refused(uses)?;
+    Some(Refusal {
+        usage,
+        rule: stated.rule?,
+    })
 }
 
 fn ceil_seconds(wait: Duration) -> u64 {

@@ -31,6 +31,7 @@ pub const METRIC_NAMES: &[&str] = &[
     "crawlgate_tracked_entries",
     "crawlgate_bad_requests_total",
     "crawlgate_robots_snapshots",
+    "crawlgate_content_usage_total",
 ];
 
 /// The metrics of one crawlgate process, in their own registry.
@@ -77,6 +78,8 @@ pub struct Metrics {
     pub bad_requests: IntCounterVec,
     /// `crawlgate_robots_snapshots`: compiled robots.txt snapshots alive.
     pub snapshots: prometheus::IntGauge,
+    /// `crawlgate_content_usage_total{site, bot, usage, action}`: `content-usage` verdicts.
+    pub content_usage: IntCounterVec,
 }
 
 /// A metric that could not be registered: a programming error, reported at startup.
@@ -143,6 +146,12 @@ impl Metrics {
         )?;
         registry.register(Box::new(robots_refresh.clone()))?;
         Ok(Metrics {
+            content_usage: counter(
+                r,
+                "crawlgate_content_usage_total",
+                "Crawler requests robots.txt allows but its content-use preference refuses (verdict content-usage), by refused use (train-ai, search, ai-input) and action taken.",
+                &["site", "bot", "usage", "action"],
+            )?,
             snapshots,
             robots_refresh,
             crawl_delay_exceeded: counter(

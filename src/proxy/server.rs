@@ -96,6 +96,7 @@ pub fn demo_settings(socket: PathBuf) -> Settings {
             tag_prefix: DEFAULT_TAG_PREFIX.into(),
             crawl_delay: CrawlDelayMode::Count,
             upstream_timeout: Duration::from_secs(60),
+            content_usage: Default::default(),
         }],
         trusted_proxies: super::client::TrustedProxies::default(),
         state_dir: None,

@@ -1,7 +1,8 @@
 //! The request path: pingora's `ProxyHttp`, kept thin. Each phase does one job: decide in
 //! `request_filter` (and answer there when blocking), pick the origin in `upstream_peer`, add the
-//! verdict headers in `upstream_request_filter`, count and log in `logging`. The decision itself
-//! is [`super::decide`], shared with `crawlgate explain`.
+//! verdict headers in `upstream_request_filter`, announce robots.txt's content-use preference in
+//! `response_filter`, count and log in `logging`. The decision itself is [`super::decide`],
+//! shared with `crawlgate explain`.
 
 use super::access_log::Entry;
 use super::client::Forwarding;
@@ -19,6 +20,9 @@ use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use std::sync::Arc;
+
+/// aipref's response header (draft-ietf-aipref-attach §2).
+const CONTENT_USAGE: &str = "content-usage";
 
 /// The crawlgate proxy.
 pub struct CrawlGate {
@@ -195,6 +199,15 @@ pub fn block_message(decision: &Decision, path: &str) -> String {
             sanitize(&decision.verification.detail)
         );
     }
+    if let (Some(refusal), Some(rule)) = (decision.content_usage, decision.preference_rule()) {
+        return format!(
+            "robots.txt line {} ({}) refuses {} use, which {bot} ({}) is for; {path} was not fetched\n",
+            rule.line,
+            sanitize(&rule.text()),
+            refusal.usage.label(),
+            decision.category,
+        );
+    }
     match (decision.snapshot.stand_in_reason(), decision.rule()) {
         (Some(reason), _) => {
             format!("{reason}: everything is disallowed for {bot}; {path} was not fetched\n")
@@ -364,11 +377,52 @@ impl ProxyHttp for CrawlGate {
             );
             upstream.insert_header(format!("{prefix}Rule"), value)?;
         }
+        if let Some(rule) = decision.preference_rule() {
+            let value = format!("{} line {}", sanitize(&rule.text()), rule.line);
+            upstream.insert_header(format!("{prefix}Rule"), value)?;
+        }
         if decision.crawl_delay.as_ref().is_some_and(|d| d.exceeded) {
             upstream.insert_header(format!("{prefix}Crawl-Delay"), "exceeded")?;
         }
         if decision.robots_unread {
             upstream.insert_header(format!("{prefix}Robots-Unread"), "1")?;
+        }
+        Ok(())
+    }
+
+    /// Tells whoever fetches the path what robots.txt's preference for it is, in aipref's
+    /// `Content-Usage` header, combined with what the origin says (the stricter wins).
+    async fn response_filter(
+        &self,
+        session: &mut Session,
+        response: &mut ResponseHeader,
+        ctx: &mut Ctx,
+    ) -> Result<()> {
+        let Some(decision) = &ctx.decision else {
+            return Ok(());
+        };
+        if !decision.site.settings.content_usage.announce || decision.robots_txt {
+            return Ok(());
+        }
+        let robots = &decision.snapshot.robots;
+        if !robots.has_preferences(decision.selected) {
+            return Ok(());
+        }
+        let path = session
+            .req_header()
+            .uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str());
+        let preference = robots.preference_selected(decision.selected, path);
+        let origin: Vec<&str> = response
+            .headers
+            .get_all(CONTENT_USAGE)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .collect();
+        let origin = (!origin.is_empty()).then(|| origin.join(", "));
+        if let Some(value) = preference.response_header(origin.as_deref()) {
+            response.insert_header(CONTENT_USAGE, value)?;
         }
         Ok(())
     }
@@ -411,6 +465,17 @@ impl ProxyHttp for CrawlGate {
             metrics
                 .requests_without_robots_fetch
                 .with_label_values(&[site, &decision.bot])
+                .inc();
+        }
+        if let Some(refusal) = decision.content_usage {
+            metrics
+                .content_usage
+                .with_label_values(&[
+                    site,
+                    &decision.bot,
+                    refusal.usage.label(),
+                    decision.outcome.as_str(),
+                ])
                 .inc();
         }
         if let Some(delay) = decision.crawl_delay.as_ref().filter(|d| d.exceeded) {
@@ -456,7 +521,7 @@ impl ProxyHttp for CrawlGate {
             category: decision.category,
             verified: decision.verification.result.as_str(),
             verdict: decision.verdict.as_str(),
-            rule_line: decision.rule().map(|rule| rule.line),
+            rule_line: decision.deciding_line(),
             action: decision.outcome.as_str(),
             status: session.response_written().map_or(0, |r| r.status.as_u16()),
             robots_unread: decision.robots_unread && !decision.robots_txt,

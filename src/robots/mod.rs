@@ -5,11 +5,15 @@
 //! into the cheapest strategy) → [`Verdict`]. A crawler named by several groups is answered by
 //! asking each of them in turn for a better rule than the best so far, so that no group is ever
 //! compiled twice, however the file combines its groups.
+//!
+//! A group's content-use preferences (`Content-Usage`, `Content-Signal`) are compiled beside its
+//! rules ([`preferences`]) and asked the same way: [`Robots::preference_selected`].
 
 mod matcher;
 pub mod parse;
 pub mod path;
 mod pattern;
+pub mod preferences;
 mod problem;
 mod radix;
 pub mod token;
@@ -17,11 +21,15 @@ pub mod token;
 pub use parse::{
     Group, ParsedFile, Rule, RuleKind, Sitemap, DEFAULT_MAX_BYTES, MAX_CRAWL_DELAY_SECONDS,
 };
+pub use preferences::{
+    Preference, PreferenceForm, PreferenceRule, Stance, Stated, StatedView, Usage,
+};
 pub use problem::{Problem, ProblemKind};
 
 use matcher::{Found, GroupMatcher};
 pub use path::Form;
 use pattern::Prepared;
+use preferences::PreferenceMatcher;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -62,6 +70,10 @@ struct Selection {
     merged: Option<GroupMatcher>,
     /// The largest crawl-delay among the merged groups.
     crawl_delay: Option<f64>,
+    /// Whether any of the groups states a content-use preference (most files: none).
+    preferences: bool,
+    /// One preference matcher over all the groups', for a crawler named by many groups.
+    merged_preferences: Option<PreferenceMatcher>,
 }
 
 /// A parsed and compiled robots.txt. Parsing never fails; what could not be used is listed in
@@ -73,6 +85,8 @@ pub struct Robots {
     file: ParsedFile,
     /// One matcher per group of the file, in file order.
     matchers: Vec<GroupMatcher>,
+    /// Per group, in file order, its content-use preferences compiled (`None`: it states none).
+    preference_matchers: Vec<Option<Box<PreferenceMatcher>>>,
     /// Lower-cased product token → index into `selections`.
     by_agent: foldhash::HashMap<Box<str>, usize>,
     /// Index into `selections` of the merged `*` groups.
@@ -191,6 +205,14 @@ impl Robots {
             .iter()
             .map(|group| GroupMatcher::build(prepare(&file, &[group]), &mut problems))
             .collect();
+        let preference_matchers = file
+            .groups
+            .iter()
+            .map(|group| {
+                PreferenceMatcher::build(&file.preferences, &group.preferences, &mut problems)
+                    .map(Box::new)
+            })
+            .collect();
         let mut groups_of: HashMap<Box<str>, Vec<usize>> = HashMap::new();
         let mut star_groups = Vec::new();
         for (index, group) in file.groups.iter().enumerate() {
@@ -209,6 +231,7 @@ impl Robots {
         let mut robots = Robots {
             file,
             matchers,
+            preference_matchers,
             by_agent: foldhash::HashMap::with_capacity_and_hasher(
                 groups_of.len(),
                 Default::default(),
@@ -237,8 +260,10 @@ impl Robots {
         }
         let mut crawl_delay: Option<f64> = None;
         let mut group_lines = Vec::with_capacity(groups.len());
+        let mut preferences = false;
         for group in groups.iter().filter_map(|&g| self.file.groups.get(g)) {
             group_lines.push(group.line);
+            preferences |= !group.preferences.is_empty();
             if let Some(delay) = group.crawl_delay {
                 crawl_delay = Some(crawl_delay.map_or(delay, |d| d.max(delay)));
             }
@@ -249,6 +274,8 @@ impl Robots {
             group_lines,
             merged: None,
             crawl_delay,
+            preferences,
+            merged_preferences: None,
         });
         known.insert(groups, index);
         index
@@ -275,6 +302,29 @@ impl Robots {
             budget -= rules;
             let matcher = GroupMatcher::build(prepare(&self.file, &groups), &mut Vec::new());
             self.selections[index].merged = Some(matcher);
+        }
+        // The same for preferences, within a budget of their own.
+        let mut budget = self.file.preferences.len().max(1024) * MERGE_BUDGET_FACTOR;
+        let mut large: Vec<usize> = (0..self.selections.len())
+            .filter(|&i| {
+                let selection = &self.selections[i];
+                selection.preferences && selection.groups.len() > MERGE_ABOVE_GROUPS
+            })
+            .collect();
+        large.sort_by_key(|&i| std::cmp::Reverse(self.selections[i].groups.len()));
+        for index in large {
+            let rules: Vec<usize> = self.selections[index]
+                .groups
+                .iter()
+                .filter_map(|&g| self.file.groups.get(g))
+                .flat_map(|group| group.preferences.iter().copied())
+                .collect();
+            if rules.len() > budget {
+                continue;
+            }
+            budget -= rules.len();
+            let matcher = PreferenceMatcher::build(&self.file.preferences, &rules, &mut Vec::new());
+            self.selections[index].merged_preferences = matcher;
         }
     }
 
@@ -436,6 +486,110 @@ impl Robots {
         }
     }
 
+    /// The content-use preference that applies to `url` for the crawler with product token
+    /// `agent`: [`Robots::select`] with `agent` alone (falling back to `*`), then
+    /// [`Robots::preference_selected`].
+    ///
+    /// ```
+    /// use crawlgate::robots::{Stance, Usage};
+    /// let robots = crawlgate::Robots::parse(
+    ///     b"User-Agent: *\nAllow: /\nContent-Usage: train-ai=n\nContent-Usage: /ai-ok/ train-ai=y\n",
+    /// );
+    /// let training = robots.preference("AnyBot", "/ai-ok/test").get(Usage::TrainAi);
+    /// assert_eq!(training.stance, Stance::Allowed);
+    /// let rule = robots.preference_rule(training.rule.unwrap()).unwrap();
+    /// assert_eq!((rule.line, rule.path.as_str()), (4, "/ai-ok/"));
+    /// assert_eq!(robots.preference("AnyBot", "/test").get(Usage::TrainAi).stance, Stance::Disallowed);
+    /// ```
+    pub fn preference(&self, agent: &str, url: &str) -> Preference {
+        self.preference_selected(self.select(&[agent], true), url)
+    }
+
+    /// The content-use preference that applies to `url` for the groups in `selected`: none
+    /// when they disallow it (a path that may not be crawled has no preferences, attach draft
+    /// §3.1), else [`Robots::stated_preference`].
+    pub fn preference_selected(&self, selected: Selected, url: &str) -> Preference {
+        if !self.has_preferences(selected) || !self.check_selected(selected, url).allowed {
+            return Preference::UNKNOWN;
+        }
+        self.stated_preference(selected, url)
+    }
+
+    /// What the preference rules of the groups in `selected` state about `url`, whether or not
+    /// the path may be crawled (for a caller that has judged it already): per use, the longest
+    /// matching rule that states it, the most restrictive on a tie (see [`preferences`]). Like
+    /// [`Robots::check_selected`], it reads the path in every form an origin may, and the most
+    /// restrictive answer holds.
+    pub fn stated_preference(&self, selected: Selected, url: &str) -> Preference {
+        self.stated_preference_of(selected, url, &Usage::ALL)
+    }
+
+    /// [`Robots::stated_preference`] for `uses` only (the others are unknown): a caller that
+    /// asks whether a crawler's own uses are refused looks up only those.
+    pub fn stated_preference_of(
+        &self,
+        selected: Selected,
+        url: &str,
+        uses: &[Usage],
+    ) -> Preference {
+        let Some(selection) = self.selection_of(selected).filter(|s| s.preferences) else {
+            return Preference::UNKNOWN;
+        };
+        let raw = path::path_and_query(url);
+        let as_sent = path::normalize(raw.as_bytes());
+        let preference = self.prefer(selection, &as_sent, uses);
+        path::forms(&as_sent).fold(preference, |preference, (_, other)| {
+            preference.stricter(self.prefer(selection, &other, uses))
+        })
+    }
+
+    /// Whether any group in `selected` states a content-use preference: when none does, every
+    /// path's preference is unknown, and asking costs nothing.
+    pub fn has_preferences(&self, selected: Selected) -> bool {
+        self.selection_of(selected).is_some_and(|s| s.preferences)
+    }
+
+    /// The preference of one normalised path.
+    fn prefer(&self, selection: &Selection, path: &[u8], uses: &[Usage]) -> Preference {
+        let mut preference = Preference::UNKNOWN;
+        for &usage in uses {
+            let found = match &selection.merged_preferences {
+                Some(merged) => merged.decide(usage, path, None),
+                None => selection
+                    .groups
+                    .iter()
+                    .fold(None, |best: Option<Found>, &group| {
+                        let better = self
+                            .preference_matchers
+                            .get(group)
+                            .and_then(Option::as_deref)
+                            .and_then(|m| m.decide(usage, path, best.map(|found| found.key)));
+                        better.or(best)
+                    }),
+            };
+            if let Some(found) = found {
+                let stance = self
+                    .file
+                    .preferences
+                    .get(found.rule)
+                    .map_or(Stance::Unknown, |rule| rule.stance(usage));
+                preference.set(
+                    usage,
+                    Stated {
+                        stance,
+                        rule: Some(found.rule),
+                    },
+                );
+            }
+        }
+        preference
+    }
+
+    /// The content-use preference rule with this index (a [`Stated::rule`]).
+    pub fn preference_rule(&self, index: usize) -> Option<&PreferenceRule> {
+        self.file.preferences.get(index)
+    }
+
     /// The crawl-delay that applies to `agent` (the largest among its groups), if any.
     pub fn crawl_delay(&self, agent: &str) -> Option<Duration> {
         self.crawl_delay_selected(self.select(&[agent], true))
@@ -528,6 +682,107 @@ mod tests {
             (verdict.allowed, verdict.reason),
             (true, Reason::NoMatchingRule)
         );
+    }
+
+    /// The attach draft's example file (§3.4) and its table of paths.
+    #[test]
+    fn preferences_follow_the_attach_drafts_example() {
+        let robots = compile(
+            "User-Agent: *\nAllow: /\nDisallow: /never/\nContent-Usage: / train-ai=n\nContent-Usage: /ai-ok/ train-ai=y\n\nUser-Agent: ExampleBot\nAllow: /\nContent-Usage: / train-ai=y\n",
+        );
+        assert!(robots.problems().is_empty(), "{:?}", robots.problems());
+        let train = |agent: &str, path: &str| robots.preference(agent, path).get(Usage::TrainAi);
+        assert_eq!(train("AnyBot", "/test").stance, Stance::Disallowed);
+        assert_eq!(train("AnyBot", "/ai-ok/test").stance, Stance::Allowed);
+        // Not crawlable: no preference at all.
+        assert!(robots.preference("AnyBot", "/never/test").is_unknown());
+        assert_eq!(train("ExampleBot", "/never/test").stance, Stance::Allowed);
+        let line = |stated: Stated| robots.preference_rule(stated.rule.unwrap()).unwrap().line;
+        assert_eq!(line(train("AnyBot", "/test")), 4);
+        assert_eq!(line(train("ExampleBot", "/test")), 9);
+        // Nothing else is stated.
+        let any = robots.preference("AnyBot", "/test");
+        assert_eq!(any.get(Usage::Search).stance, Stance::Unknown);
+        assert_eq!(any.header_value(), Some("train-ai=n"));
+    }
+
+    /// contentsignals.org's example file: a comment block, then the signal under `*`, before
+    /// the group's `Allow`.
+    #[test]
+    fn preferences_follow_the_content_signals_example() {
+        let robots = compile(
+            "# As a condition of accessing this website, you agree to abide by\n# the following content signals:\n# ai-train: training or fine-tuning AI models.\nUser-Agent: *\nContent-Signal: ai-train=no, search=yes, ai-input=yes\nAllow: /\n",
+        );
+        assert!(robots.problems().is_empty(), "{:?}", robots.problems());
+        let p = robots.preference("AnyBot", "/x");
+        assert_eq!(
+            Usage::ALL.map(|u| p.get(u).stance),
+            [Stance::Disallowed, Stance::Allowed, Stance::Allowed]
+        );
+        assert_eq!(robots.preference_rule(0).unwrap().line, 5);
+        // Cloudflare's managed default: `search=yes, ai-train=no`, AI input unknown.
+        let managed = compile("User-Agent: *\nContent-Signal: search=yes,ai-train=no\nAllow: /\n");
+        let p = managed.preference("AnyBot", "/");
+        assert_eq!(p.get(Usage::AiInput).stance, Stance::Unknown);
+        assert_eq!(p.header_value(), Some("train-ai=n, search=y"));
+    }
+
+    #[test]
+    fn preferences_per_use_longest_then_most_restrictive() {
+        let robots = compile(
+            "User-Agent: *\nContent-Signal: search=yes, ai-input=no, ai-train=no\nContent-Usage: /open/ train-ai=y\nContent-Usage: /tie/ search=y\nContent-Signal: /tie/ search=no\nContent-Usage: /*.pdf$ train-ai=n\n",
+        );
+        let pref = |path: &str| robots.preference("x", path);
+        let p = pref("/a");
+        assert_eq!(
+            Usage::ALL.map(|u| p.get(u).stance),
+            [Stance::Disallowed, Stance::Allowed, Stance::Disallowed]
+        );
+        // A longer rule silent on a use leaves it to the shorter one.
+        let p = pref("/open/x");
+        assert_eq!(p.get(Usage::TrainAi).stance, Stance::Allowed);
+        assert_eq!(p.get(Usage::AiInput).stance, Stance::Disallowed);
+        // Same path, conflicting: the most restrictive wins, whatever the order.
+        assert_eq!(pref("/tie/x").get(Usage::Search).stance, Stance::Disallowed);
+        // Patterns as for allow/disallow: `/*.pdf$` (7 bytes) outranks `/open/` (6).
+        assert_eq!(
+            pref("/open/x.pdf").get(Usage::TrainAi).stance,
+            Stance::Disallowed
+        );
+        // Asking for some uses looks up those only.
+        let some = robots.stated_preference_of(robots.select(&["x"], true), "/a", &[Usage::Search]);
+        assert_eq!(some.get(Usage::Search).stance, Stance::Allowed);
+        assert_eq!(some.get(Usage::TrainAi).stance, Stance::Unknown);
+        // Percent-encoding read as for rules.
+        assert_eq!(
+            pref("/%6Fpen/x").get(Usage::TrainAi).stance,
+            Stance::Allowed
+        );
+    }
+
+    #[test]
+    fn preference_lines_do_not_change_groups() {
+        let plain = "User-agent: a\nUser-agent: b\nDisallow: /x\n\nUser-agent: *\nDisallow: /y\n";
+        let with = "User-agent: a\nContent-Usage: train-ai=n\nUser-agent: b\nContent-Signal: ai-train=no\nDisallow: /x\n\nUser-agent: *\nContent-Usage: /y search=n\nDisallow: /y\n";
+        let (plain, with) = (compile(plain), compile(with));
+        for agent in ["a", "b", "c"] {
+            for path in ["/x", "/y", "/z"] {
+                assert_eq!(
+                    plain.is_allowed(agent, path),
+                    with.is_allowed(agent, path),
+                    "{agent} {path}"
+                );
+            }
+        }
+        // `a` and `b` still share one group, and its preferences.
+        assert_eq!(
+            with.preference("b", "/z").get(Usage::TrainAi).stance,
+            Stance::Disallowed
+        );
+        // A preference before any group is a listed problem.
+        let outside = compile("Content-Usage: train-ai=n\nUser-agent: *\n");
+        assert_eq!(outside.problems()[0].kind, ProblemKind::RuleOutsideGroup);
+        assert!(outside.preference("x", "/").is_unknown());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! values cut at the first character outside a product token). Every leniency and every line it
 //! cannot use becomes a [`Problem`]; it never refuses a file.
 
+use super::preferences::{self, PreferenceForm, PreferenceRule};
 use super::problem::{excerpt, Problem, ProblemKind};
 use super::token::leading_token;
 use serde::Serialize;
@@ -60,6 +61,8 @@ pub struct Group {
     pub rules: Vec<usize>,
     /// The group's crawl-delay in seconds (at most [`MAX_CRAWL_DELAY_SECONDS`]), if it gives one.
     pub crawl_delay: Option<f64>,
+    /// Indices into [`ParsedFile::preferences`]: its `Content-Usage` and `Content-Signal` rules.
+    pub preferences: Vec<usize>,
 }
 
 /// A sitemap line: file-wide, not tied to any group.
@@ -80,6 +83,9 @@ pub struct ParsedFile {
     pub rules: Vec<Rule>,
     /// The sitemap lines, in file order.
     pub sitemaps: Vec<Sitemap>,
+    /// Every `Content-Usage` and `Content-Signal` rule of every group that states something,
+    /// in file order.
+    pub preferences: Vec<PreferenceRule>,
     /// The lines that were not understood or were read leniently, in file order.
     pub problems: Vec<Problem>,
     /// How many lines were parsed.
@@ -96,6 +102,8 @@ enum Directive {
     Disallow,
     Sitemap,
     CrawlDelay,
+    /// A content-use preference: `content-usage` (IETF aipref) or `content-signal`.
+    Preference(PreferenceForm),
 }
 
 /// Spellings read as a directive, with the name they are read as when they are misspellings.
@@ -114,6 +122,16 @@ const SPELLINGS: &[(&str, Directive, Option<&str>)] = &[
     ("sitemap", Directive::Sitemap, None),
     ("site-map", Directive::Sitemap, Some("sitemap")),
     ("crawl-delay", Directive::CrawlDelay, None),
+    (
+        "content-usage",
+        Directive::Preference(PreferenceForm::ContentUsage),
+        None,
+    ),
+    (
+        "content-signal",
+        Directive::Preference(PreferenceForm::ContentSignal),
+        None,
+    ),
 ];
 
 /// Directives that some crawlers read but RFC 9309 does not define: reported apart from typos.
@@ -126,8 +144,6 @@ const UNSUPPORTED: &[&str] = &[
     "request-rate",
     "visit-time",
     "cache-delay",
-    "content-signal",
-    "content-usage",
     "ai-train",
 ];
 
@@ -269,6 +285,7 @@ impl Parser {
             Directive::Disallow => self.rule(number, raw, value, RuleKind::Disallow),
             Directive::Sitemap => self.sitemap(number, raw, value),
             Directive::CrawlDelay => self.crawl_delay(number, raw, value),
+            Directive::Preference(form) => self.preference(number, raw, value, form),
         }
     }
 
@@ -311,6 +328,7 @@ impl Parser {
                 star: false,
                 rules: Vec::new(),
                 crawl_delay: None,
+                preferences: Vec::new(),
             });
             self.open_group_has_rules = false;
         }
@@ -388,6 +406,30 @@ impl Parser {
                 group.crawl_delay = Some(previous.max(seconds));
             }
             self.problem(number, raw, ProblemKind::DuplicateCrawlDelay);
+        }
+    }
+
+    fn preference(&mut self, number: u32, raw: &[u8], value: &str, form: PreferenceForm) {
+        if self.file.groups.is_empty() {
+            return self.problem(number, raw, ProblemKind::RuleOutsideGroup);
+        }
+        if value.is_empty() {
+            let name = form.directive().to_ascii_lowercase();
+            return self.problem(number, raw, ProblemKind::EmptyValue(name));
+        }
+        // Like a crawl-delay, a preference belongs to the group it stands in and does not end
+        // it (see `preferences`): `open_group_has_rules` is left as it is.
+        let (rule, problems) = preferences::parse_rule(form, value, number);
+        for kind in problems {
+            self.problem(number, raw, kind);
+        }
+        let Some(rule) = rule else {
+            return;
+        };
+        let index = self.file.preferences.len();
+        self.file.preferences.push(rule);
+        if let Some(group) = self.file.groups.last_mut() {
+            group.preferences.push(index);
         }
     }
 }

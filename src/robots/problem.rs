@@ -47,7 +47,8 @@ pub enum ProblemKind {
     /// An `allow` or `disallow` whose value starts with neither `/` nor `*`.
     #[error("path does not start with / or *")]
     BadPath,
-    /// An `allow`, `disallow` or `crawl-delay` before the first `user-agent`.
+    /// An `allow`, `disallow`, `crawl-delay`, `content-usage` or `content-signal` before the
+    /// first `user-agent`.
     #[error("rule before any user-agent is ignored")]
     RuleOutsideGroup,
     /// `user-agent: Googlebot/2.1`: the value is cut at the first character outside `[A-Za-z_-]`.
@@ -93,6 +94,53 @@ pub enum ProblemKind {
     /// A pattern that could not be compiled within the matcher's size limits; the rule is ignored.
     #[error("pattern is too large to compile; rule ignored")]
     TooComplex,
+    /// A `Content-Usage` or `Content-Signal` statement that is not a structured-field
+    /// dictionary (RFC 9651): it states nothing (aipref vocab §6.5).
+    #[error("`{directive}` value is not a structured-field dictionary ({error}); no preference is read from it")]
+    PreferenceSyntax {
+        /// `Content-Usage` or `Content-Signal`.
+        directive: &'static str,
+        /// What the structured-field parser says, with a hint.
+        error: String,
+    },
+    /// A key the line's vocabulary does not define: ignored (vocab §6.4).
+    #[error("`{directive}` key `{key}` is not known; ignored{}", hint_text(.hint))]
+    PreferenceUnknownKey {
+        /// `Content-Usage` or `Content-Signal`.
+        directive: &'static str,
+        /// The key as written.
+        key: String,
+        /// What was probably meant.
+        hint: Option<&'static str>,
+    },
+    /// A known key whose value is not one of its tokens: read as no preference.
+    #[error("`{directive}` `{key}` has {value}: it takes {expected}; read as no preference")]
+    PreferenceBadValue {
+        /// `Content-Usage` or `Content-Signal`.
+        directive: &'static str,
+        /// The key.
+        key: String,
+        /// The value, described.
+        value: String,
+        /// The values it takes.
+        expected: &'static str,
+    },
+    /// A key given twice in one statement: the last one counts (RFC 9651 §4.2.2).
+    #[error("`{key}` is given twice in `{directive}`; the last one counts")]
+    PreferenceDuplicateKey {
+        /// `Content-Usage` or `Content-Signal`.
+        directive: &'static str,
+        /// The key.
+        key: String,
+    },
+    /// A `Content-Usage` or `Content-Signal` line with a path and nothing else.
+    #[error("`{0}` gives no preference")]
+    PreferenceEmpty(&'static str),
+}
+
+/// A hint in parentheses, or nothing.
+fn hint_text(hint: &Option<&'static str>) -> String {
+    hint.map(|hint| format!(" ({hint})")).unwrap_or_default()
 }
 
 impl ProblemKind {
@@ -117,6 +165,11 @@ impl ProblemKind {
             ProblemKind::InvalidUtf8 => "invalid_utf8",
             ProblemKind::PastLimit { .. } => "past_limit",
             ProblemKind::TooComplex => "too_complex",
+            ProblemKind::PreferenceSyntax { .. } => "preference_syntax",
+            ProblemKind::PreferenceUnknownKey { .. } => "preference_unknown_key",
+            ProblemKind::PreferenceBadValue { .. } => "preference_bad_value",
+            ProblemKind::PreferenceDuplicateKey { .. } => "preference_duplicate_key",
+            ProblemKind::PreferenceEmpty(_) => "preference_empty",
         }
     }
 }

@@ -407,6 +407,24 @@ pub struct SiteFile {
     pub crawl_delay: Option<CrawlDelayMode>,
     /// How long the origin may stay silent while answering (default 60s); then 504.
     pub upstream_timeout: Option<HumanDuration>,
+    /// What robots.txt's content-use preferences do: nothing by default.
+    #[serde(default)]
+    pub content_usage: ContentUsage,
+}
+
+/// `content_usage:` of a site: what its robots.txt's `Content-Usage` and `Content-Signal` lines
+/// do. Both are off by default: a preference is a wish about use, which a proxy cannot see, so
+/// refusing requests on it is the operator's call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContentUsage {
+    /// Treat a crawler whose category is a use the path's preference refuses as disallowed
+    /// (verdict `content-usage`), with the site's action for it.
+    #[serde(default)]
+    pub enforce: bool,
+    /// Add the `Content-Usage` header that applies to the path to responses.
+    #[serde(default)]
+    pub announce: bool,
 }
 
 fn default_action() -> Action {

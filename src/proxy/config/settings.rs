@@ -104,6 +104,8 @@ pub struct SiteSettings {
     pub crawl_delay: CrawlDelayMode,
     /// How long the origin may stay silent while answering.
     pub upstream_timeout: Duration,
+    /// Whether robots.txt's content-use preferences are enforced and announced.
+    pub content_usage: ContentUsage,
 }
 
 impl SiteSettings {

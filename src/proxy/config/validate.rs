@@ -371,6 +371,7 @@ impl Validator<'_> {
             upstream_timeout: site
                 .upstream_timeout
                 .map_or(DEFAULT_UPSTREAM_TIMEOUT, |d| d.0),
+            content_usage: site.content_usage,
         })
     }
 
@@ -491,6 +492,24 @@ mod tests {
         assert!(error.message.contains("colour"), "{error}");
         assert!(error.message.contains("expected one of"), "{error}");
         assert!(error.to_string().starts_with("test.yaml:7: "), "{error}");
+    }
+
+    #[test]
+    fn content_usage_is_off_unless_asked_for() {
+        let off = parse(MINIMAL).unwrap();
+        assert_eq!(off.sites[0].content_usage, ContentUsage::default());
+        let on = parse(&format!(
+            "{MINIMAL}    content_usage: {{enforce: true, announce: true}}\n"
+        ))
+        .unwrap();
+        assert!(on.sites[0].content_usage.enforce && on.sites[0].content_usage.announce);
+        let typo =
+            format!("{MINIMAL}    content_usage:\n      enforce: true\n      anounce: true\n");
+        let error = parse(&typo).unwrap_err();
+        assert_eq!(error.line, Some(9), "{error}");
+        assert!(error.message.contains("anounce"), "{error}");
+        let not_bool = format!("{MINIMAL}    content_usage: {{enforce: sometimes}}\n");
+        assert_eq!(parse(&not_bool).unwrap_err().line, Some(7));
     }
 
     #[test]
