@@ -31,6 +31,8 @@ pub const METRIC_NAMES: &[&str] = &[
     "crawlgate_tracked_entries",
     "crawlgate_bad_requests_total",
     "crawlgate_robots_snapshots",
+    "crawlgate_tls_certificate_reloads_total",
+    "crawlgate_tls_certificate_expiry_timestamp_seconds",
 ];
 
 /// The metrics of one crawlgate process, in their own registry.
@@ -77,6 +79,12 @@ pub struct Metrics {
     pub bad_requests: IntCounterVec,
     /// `crawlgate_robots_snapshots`: compiled robots.txt snapshots alive.
     pub snapshots: prometheus::IntGauge,
+    /// `crawlgate_tls_certificate_reloads_total{listener, result}`: certificate pairs loaded
+    /// again after their files changed or on SIGHUP.
+    pub tls_certificate_reloads: IntCounterVec,
+    /// `crawlgate_tls_certificate_expiry_timestamp_seconds{listener, cert}`: when each
+    /// certificate in force expires.
+    pub tls_certificate_expiry: IntGaugeVec,
 }
 
 /// A metric that could not be registered: a programming error, reported at startup.
@@ -227,6 +235,18 @@ impl Metrics {
                 "crawlgate_config_reloads_total",
                 "Configuration reloads on SIGHUP, by result (ok, error).",
                 &["result"],
+            )?,
+            tls_certificate_reloads: counter(
+                r,
+                "crawlgate_tls_certificate_reloads_total",
+                "TLS certificate pairs loaded again after their files changed or on SIGHUP, by result (ok, unchanged, error: the old pair keeps serving).",
+                &["listener", "result"],
+            )?,
+            tls_certificate_expiry: gauge(
+                r,
+                "crawlgate_tls_certificate_expiry_timestamp_seconds",
+                "When each TLS certificate in force expires (Unix time), by listener and certificate file.",
+                &["listener", "cert"],
             )?,
             registry,
         })
