@@ -259,3 +259,50 @@ fn sighup_reloads_certificates_at_once() {
         .unwrap();
     assert_eq!(served(&response), leaf(1));
 }
+
+#[test]
+fn validate_prints_each_certificates_names_and_names_the_file_of_a_bad_pair() {
+    let ca = TestCa::new();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in cert_files(&ca, 1) {
+        std::fs::write(dir.path().join(name), content).unwrap();
+    }
+    let config = dir.path().join("crawlgate.yaml");
+    std::fs::write(
+        &config,
+        r#"listen: ["127.0.0.1:8080"]
+tls_listen:
+  - addr: "127.0.0.1:8443"
+    certs: [{cert: a.crt, key: a.key}, {cert: b.crt, key: b.key}]
+sites:
+  - name: a
+    upstream: "127.0.0.1:8000"
+    robots: {inline: "User-agent: *\nDisallow:\n"}
+"#,
+    )
+    .unwrap();
+    let validate = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_crawlgate"))
+            .args(["validate", "--config", config.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    let output = validate();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    let a = format!(
+        "tls_listen 127.0.0.1:8443: {} for a.test, www.a.test (h2, http/1.1)",
+        dir.path().join("a.crt").display()
+    );
+    assert!(stdout.contains(&a), "{stdout}");
+    assert!(stdout.contains("b.crt for *.b.test"), "{stdout}");
+    // b's key given for a: refused, naming both files.
+    std::fs::copy(dir.path().join("b.key"), dir.path().join("a.key")).unwrap();
+    let output = validate();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("a.key is not the private key of"),
+        "{stderr}"
+    );
+}
