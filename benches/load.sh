@@ -12,10 +12,13 @@
 #   benches/load.sh                     # 3 rounds of 10 s, 1 worker, 64 connections
 #   ROUNDS=5 DURATION=20 WORKERS=2 CONNECTIONS=128 benches/load.sh
 #   PINGORA="{threads: 1, work_stealing: false}" MIXES=forward benches/load.sh
+#   MODE=h2 benches/load.sh             # HTTP/1.1 against HTTP/2 (TLS and h2c), by h2load
 #
 # Needs nginx and wrk (Debian: apt-get install nginx-light wrk). Everything listens on loopback.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# MODE=h2: crawlgate alone over HTTP/1.1 and HTTP/2 side by side (benches/load/h2.sh).
+if [ "${MODE:-}" = h2 ]; then exec benches/load/h2.sh; fi
 
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10}

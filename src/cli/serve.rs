@@ -8,6 +8,7 @@ use crate::proxy::server::{self, DEMO_LISTEN, DEMO_METRICS};
 use crate::proxy::site::{CatalogIndex, Site};
 use crate::proxy::state::load_catalog;
 use crate::proxy::state_dir;
+use crate::proxy::tls::certs::Certified;
 use crate::proxy::verify::ranges::RangeSet;
 use std::io::Write;
 use std::path::PathBuf;
@@ -173,6 +174,18 @@ pub fn run_validate(args: &ValidateArgs, mut out: impl Write) -> Result<ExitStat
                 "ranges {token}: warning: {} cannot be used yet ({e}); run `crawlgate ranges update`",
                 spec.file.display()
             )?,
+        }
+    }
+    for tls in &settings.tls_listen {
+        for pair in &tls.certs {
+            let cert = Certified::load(pair).map_err(config_error)?;
+            writeln!(
+                out,
+                "tls_listen {}: {} for {} (h2, http/1.1)",
+                tls.addr,
+                pair.cert.display(),
+                cert.names.join(", ")
+            )?;
         }
     }
     writeln!(out, "{}: ok", args.config.display())?;

@@ -32,6 +32,8 @@ pub const METRIC_NAMES: &[&str] = &[
     "crawlgate_bad_requests_total",
     "crawlgate_robots_snapshots",
     "crawlgate_content_usage_total",
+    "crawlgate_tls_certificate_reloads_total",
+    "crawlgate_tls_certificate_expiry_timestamp_seconds",
 ];
 
 /// The metrics of one crawlgate process, in their own registry.
@@ -80,6 +82,12 @@ pub struct Metrics {
     pub snapshots: prometheus::IntGauge,
     /// `crawlgate_content_usage_total{site, bot, usage, action}`: `content-usage` verdicts.
     pub content_usage: IntCounterVec,
+    /// `crawlgate_tls_certificate_reloads_total{listener, result}`: certificate pairs loaded
+    /// again after their files changed or on SIGHUP.
+    pub tls_certificate_reloads: IntCounterVec,
+    /// `crawlgate_tls_certificate_expiry_timestamp_seconds{listener, cert}`: when each
+    /// certificate in force expires.
+    pub tls_certificate_expiry: IntGaugeVec,
 }
 
 /// A metric that could not be registered: a programming error, reported at startup.
@@ -236,6 +244,18 @@ impl Metrics {
                 "crawlgate_config_reloads_total",
                 "Configuration reloads on SIGHUP, by result (ok, error).",
                 &["result"],
+            )?,
+            tls_certificate_reloads: counter(
+                r,
+                "crawlgate_tls_certificate_reloads_total",
+                "TLS certificate pairs loaded again after their files changed or on SIGHUP, by result (ok, unchanged, error: the old pair keeps serving).",
+                &["listener", "result"],
+            )?,
+            tls_certificate_expiry: gauge(
+                r,
+                "crawlgate_tls_certificate_expiry_timestamp_seconds",
+                "When each TLS certificate in force expires (Unix time), by listener and certificate file.",
+                &["listener", "cert"],
             )?,
             registry,
         })

@@ -3,7 +3,8 @@
 //! Configuration ([`config`]) becomes sites ([`site`]) whose robots.txt snapshots the reload
 //! service ([`reload`], [`source`]) keeps fresh, and keeps in the [`state_dir`] across restarts;
 //! the request path ([`service`]) decides with the snapshot in force and records [`metrics`] and
-//! the [`access_log`].
+//! the [`access_log`]. TLS listeners serve HTTP/2 and HTTP/1.1 with certificates chosen by SNI
+//! and reloaded live ([`tls`]).
 
 pub mod access_log;
 pub mod admin;
@@ -21,5 +22,6 @@ pub mod site;
 pub mod source;
 pub mod state;
 pub mod state_dir;
+pub mod tls;
 pub mod ua_memo;
 pub mod verify;

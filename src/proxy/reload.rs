@@ -347,6 +347,7 @@ impl Reloader {
         };
         if settings.listen != old.listen
             || settings.tls_listen != old.tls_listen
+            || settings.h2c != old.h2c
             || settings.metrics_listen != old.metrics_listen
             || settings.pingora != old.pingora
             || settings.access_log != old.access_log

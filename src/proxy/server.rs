@@ -13,9 +13,10 @@ use super::metrics::Metrics;
 use super::reload::{ConfigSource, Reloader};
 use super::service::CrawlGate;
 use super::state::Shared;
+use super::tls::listener::TlsListener;
+use super::tls::reload::CertReloader;
 use crate::policy::Action;
 use crate::robots::DEFAULT_MAX_BYTES;
-use pingora::listeners::tls::TlsSettings;
 use pingora::listeners::{L4BufferSettings, ListenerConfig};
 use pingora::server::configuration::ServerConf;
 use pingora::server::Server;
@@ -69,6 +70,7 @@ pub fn demo_settings(socket: PathBuf) -> Settings {
     Settings {
         listen,
         tls_listen: Vec::new(),
+        h2c: false,
         metrics_listen: DEMO_METRICS.parse().ok(),
         access_log: Some(AccessLogTarget::Stdout),
         catalog: None,
@@ -173,17 +175,26 @@ pub fn run(
         let endpoint = ListenerConfig::tcp(addr.to_string()).l4_buffer(buffers);
         proxy.endpoints().add_listener(endpoint);
     }
+    if settings.h2c {
+        if let Some(app) = proxy.app_logic_mut() {
+            let mut options = pingora::apps::HttpServerOptions::default();
+            options.h2c = true;
+            app.server_options = Some(options);
+        }
+    }
+    let mut tls_listeners = Vec::new();
     for tls in &settings.tls_listen {
-        let cert = tls.cert.to_string_lossy();
-        let key = tls.key.to_string_lossy();
-        let tls_settings = TlsSettings::intermediate(&cert, &key).map_err(|e| ServeError::Tls {
+        let tls_error = |message: String| ServeError::Tls {
             addr: tls.addr,
-            message: e.to_string(),
-        })?;
+            message,
+        };
+        let listener = TlsListener::load(tls).map_err(|e| tls_error(e.to_string()))?;
+        let tls_settings = listener.settings().map_err(|e| tls_error(e.to_string()))?;
         let endpoint = ListenerConfig::tcp(tls.addr.to_string())
             .tls(tls_settings)
             .l4_buffer(buffers);
         proxy.endpoints().add_listener(endpoint);
+        tls_listeners.push(listener);
     }
     server.add_service(proxy);
 
@@ -202,6 +213,12 @@ pub fn run(
         "crawlgate reload",
         Reloader::new(shared.clone(), config, settings.clone()),
     ));
+    if !tls_listeners.is_empty() {
+        server.add_service(background_service(
+            "crawlgate certificate reload",
+            CertReloader::new(tls_listeners, shared.metrics.clone()),
+        ));
+    }
     if let Some(writer) = writer {
         server.add_service(background_service("crawlgate access log", writer));
     }

@@ -221,21 +221,35 @@ impl FileStamp {
     }
 }
 
-/// Watches one file by polling its stamp. A change is reported once it has held still for one
-/// poll, so that a file written in place is not read half-written.
+/// Watches a file, or files that are read together (a certificate and its key), by polling
+/// their stamps. A change is reported once it has held still for one poll, so that a file
+/// written in place is not read half-written, and files replaced one after the other are read
+/// once both are in place.
 #[derive(Debug, Clone, Default)]
 pub struct FileWatch {
-    /// The stamp of the version in force.
-    current: Option<FileStamp>,
-    /// A new stamp seen on the last poll, waiting to hold still.
-    settling: Option<FileStamp>,
+    /// The stamps of the version in force.
+    current: Option<Stamps>,
+    /// New stamps seen on the last poll, waiting to hold still.
+    settling: Option<Stamps>,
+}
+
+/// The stamps of a set of files; `None` when any of them cannot be read.
+type Stamps = smallvec::SmallVec<[FileStamp; 2]>;
+
+fn stamps(paths: &[&Path]) -> Option<Stamps> {
+    paths.iter().map(|path| FileStamp::of(path)).collect()
 }
 
 impl FileWatch {
     /// A watch that considers the file's present version loaded.
     pub fn loaded(path: &Path) -> FileWatch {
+        FileWatch::loaded_all(&[path])
+    }
+
+    /// A watch over files read together that considers their present versions loaded.
+    pub fn loaded_all(paths: &[&Path]) -> FileWatch {
         FileWatch {
-            current: FileStamp::of(path),
+            current: stamps(paths),
             settling: None,
         }
     }
@@ -243,7 +257,13 @@ impl FileWatch {
     /// Polls the file: [`FilePoll::Ready`] when a changed version has held still and should be
     /// loaded, [`FilePoll::Gone`] once when the file can no longer be read.
     pub fn poll(&mut self, path: &Path) -> FilePoll {
-        let now = FileStamp::of(path);
+        self.poll_all(&[path])
+    }
+
+    /// Polls files read together, as [`FileWatch::poll`] does one: a change to any of them is a
+    /// change, and any of them unreadable is [`FilePoll::Gone`].
+    pub fn poll_all(&mut self, paths: &[&Path]) -> FilePoll {
+        let now = stamps(paths);
         if now == self.current {
             self.settling = None;
             return FilePoll::Unchanged;
@@ -265,7 +285,12 @@ impl FileWatch {
 
     /// Records the version that was loaded.
     pub fn mark_loaded(&mut self, path: &Path) {
-        self.current = FileStamp::of(path);
+        self.mark_loaded_all(&[path]);
+    }
+
+    /// Records the versions of files read together that were loaded.
+    pub fn mark_loaded_all(&mut self, paths: &[&Path]) {
+        self.current = stamps(paths);
     }
 }
 
@@ -363,6 +388,33 @@ mod tests {
         std::fs::rename(&other, &path).unwrap();
         assert_eq!(watch.poll(&path), FilePoll::Unchanged);
         assert_eq!(watch.poll(&path), FilePoll::Ready);
+    }
+
+    #[test]
+    fn files_read_together_are_ready_once_both_hold_still() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+        std::fs::write(&cert, "cert 1").unwrap();
+        std::fs::write(&key, "key 1").unwrap();
+        let both = [cert.as_path(), key.as_path()];
+        let mut watch = FileWatch::loaded_all(&both);
+        assert_eq!(watch.poll_all(&both), FilePoll::Unchanged);
+        // The key is replaced first, the certificate a poll later: nothing is ready until the
+        // pair holds still.
+        let aside = dir.path().join("new.pem");
+        std::fs::write(&aside, "key 2").unwrap();
+        std::fs::rename(&aside, &key).unwrap();
+        assert_eq!(watch.poll_all(&both), FilePoll::Unchanged);
+        std::fs::write(&aside, "cert 2").unwrap();
+        std::fs::rename(&aside, &cert).unwrap();
+        assert_eq!(watch.poll_all(&both), FilePoll::Unchanged);
+        assert_eq!(watch.poll_all(&both), FilePoll::Ready);
+        watch.mark_loaded_all(&both);
+        assert_eq!(watch.poll_all(&both), FilePoll::Unchanged);
+        // Either one gone is the pair gone.
+        std::fs::remove_file(&key).unwrap();
+        assert_eq!(watch.poll_all(&both), FilePoll::Gone);
+        assert_eq!(watch.poll_all(&both), FilePoll::Unchanged);
     }
 
     #[test]

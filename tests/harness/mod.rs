@@ -2,6 +2,9 @@
 //! and a real HTTP client. No fixed ports; waits poll with a deadline.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod wire;
+pub use wire::*;
+
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::service::service_fn;
@@ -209,6 +212,15 @@ pub struct Proxy {
     pub port: u16,
     pub metrics_port: u16,
     pub config: PathBuf,
+    /// How [`Proxy::send`] talks to it.
+    pub wire: Wire,
+    /// The TLS listener's port, for [`Wire::H2`].
+    pub tls_port: Option<u16>,
+    /// The CA that signed the TLS listener's certificate, PEM.
+    pub ca: Option<String>,
+    /// The host names [`Proxy::send`] may ask for.
+    hosts: Vec<String>,
+    client: std::sync::OnceLock<reqwest::blocking::Client>,
 }
 
 /// `{listen}` and `{metrics}` in a configuration template become free ports' addresses;
@@ -216,6 +228,8 @@ pub struct Proxy {
 pub struct ProxyBuilder {
     template: String,
     files: Vec<(String, Vec<u8>)>,
+    wire: Wire,
+    hosts: Vec<String>,
 }
 
 impl ProxyBuilder {
@@ -223,7 +237,18 @@ impl ProxyBuilder {
         ProxyBuilder {
             template: template.into(),
             files: Vec::new(),
+            wire: Wire::Http1,
+            hosts: Vec::new(),
         }
+    }
+
+    /// Talks to the proxy over `wire` for requests to `hosts`: [`Wire::H2c`] adds `h2c: true`
+    /// to the configuration, [`Wire::H2`] a TLS listener with a certificate for `hosts` from a
+    /// test CA.
+    pub fn wire(mut self, wire: Wire, hosts: &[&str]) -> ProxyBuilder {
+        self.wire = wire;
+        self.hosts = hosts.iter().map(|h| (*h).to_owned()).collect();
+        self
     }
 
     /// Writes a file into the proxy's folder before it starts.
@@ -240,8 +265,26 @@ impl ProxyBuilder {
         let port = free_port();
         let metrics_port = free_port();
         let config = dir.path().join("crawlgate.yaml");
-        let text = self
-            .template
+        let mut template = self.template.clone();
+        let (mut tls_port, mut ca_pem) = (None, None);
+        match self.wire {
+            Wire::Http1 => {}
+            Wire::H2c => template.push_str("\nh2c: true\n"),
+            Wire::H2 => {
+                let ca = TestCa::new();
+                let hosts: Vec<&str> = self.hosts.iter().map(String::as_str).collect();
+                let (cert, key) = ca.issue(&hosts, 1);
+                std::fs::write(dir.path().join("wire.crt"), cert).unwrap();
+                std::fs::write(dir.path().join("wire.key"), key).unwrap();
+                let port = free_port();
+                template.push_str(&format!(
+                    "\ntls_listen: [{{addr: \"127.0.0.1:{port}\", cert: wire.crt, key: wire.key}}]\n"
+                ));
+                tls_port = Some(port);
+                ca_pem = Some(ca.pem());
+            }
+        }
+        let text = template
             .replace("{listen}", &format!("127.0.0.1:{port}"))
             .replace("{metrics}", &format!("127.0.0.1:{metrics_port}"))
             .replace("{dir}", &dir.path().display().to_string());
@@ -253,6 +296,11 @@ impl ProxyBuilder {
             port,
             metrics_port,
             config,
+            wire: self.wire,
+            tls_port,
+            ca: ca_pem,
+            hosts: self.hosts,
+            client: std::sync::OnceLock::new(),
         };
         proxy.wait_ready();
         proxy
@@ -283,7 +331,7 @@ impl Proxy {
                 panic!("crawlgate exited with {status}:\n{}", self.logs());
             }
             let up = |p: u16| TcpStream::connect(("127.0.0.1", p)).is_ok();
-            if up(port) && up(metrics) {
+            if up(port) && up(metrics) && self.tls_port.is_none_or(up) {
                 return;
             }
             assert!(
@@ -308,6 +356,50 @@ impl Proxy {
 
     pub fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// The URL of `path` on `host` over the proxy's wire.
+    pub fn site_url(&self, host: &str, path: &str) -> String {
+        match self.tls_port {
+            Some(port) => format!("https://{host}:{port}{path}"),
+            None => format!("http://{host}:{}{path}", self.port),
+        }
+    }
+
+    /// A client speaking the proxy's wire, for the hosts it was built with.
+    pub fn wire_client(&self) -> &reqwest::blocking::Client {
+        self.client.get_or_init(|| {
+            let port = self.tls_port.unwrap_or(self.port);
+            let addr = SocketAddr::from(([127, 0, 0, 1], port));
+            wire_client(self.wire, &self.hosts, addr, self.ca.as_deref())
+        })
+    }
+
+    /// Sends `request` (built with [`Proxy::wire_client`]) and checks that the answer came over
+    /// the proxy's wire: its status, body and headers.
+    pub fn send(
+        &self,
+        request: reqwest::blocking::RequestBuilder,
+    ) -> (u16, String, reqwest::header::HeaderMap) {
+        let response = request.send().unwrap();
+        assert_eq!(response.version(), self.wire.version(), "{:?}", self.wire);
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        (status, response.text().unwrap(), headers)
+    }
+
+    /// A GET of `path` on `host` with a User-Agent, over the proxy's wire.
+    pub fn get_on(
+        &self,
+        host: &str,
+        path: &str,
+        user_agent: &str,
+    ) -> (u16, String, reqwest::header::HeaderMap) {
+        let request = self
+            .wire_client()
+            .get(self.site_url(host, path))
+            .header("user-agent", user_agent);
+        self.send(request)
     }
 
     /// The metrics text.

@@ -17,9 +17,13 @@ pub struct ConfigFile {
     /// Plain-HTTP listening addresses.
     #[serde(default)]
     pub listen: Vec<Addr>,
-    /// TLS listening addresses with their certificate and key.
+    /// TLS listening addresses with their certificates.
     #[serde(default)]
     pub tls_listen: Vec<TlsListenFile>,
+    /// Whether plain listeners also speak HTTP/2 without TLS (h2c, with prior knowledge), for
+    /// a TLS-terminating load balancer in front. HTTP/1.1 is served on them either way.
+    #[serde(default)]
+    pub h2c: bool,
     /// The metrics listener (`/metrics` and `/healthz`).
     pub metrics: Option<MetricsFile>,
     /// JSON-lines access log of crawler requests: a file, or `-` for standard output.
@@ -320,15 +324,31 @@ impl<'de, const MIN: u64, const MAX: u64> Deserialize<'de> for Bounded<MIN, MAX>
 /// Entries of a cache or table: up to a hundred million.
 pub type Entries = Bounded<1, 100_000_000>;
 
-/// A TLS listener.
+/// A TLS listener: `{addr, cert, key}` with one certificate, or `{addr, certs: [{cert, key}]}`
+/// with certificates chosen by the name a client asks for (SNI), the first for clients that
+/// name none.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TlsListenFile {
     /// The address.
     pub addr: Addr,
-    /// PEM certificate chain.
+    /// PEM certificate chain (the one-certificate form).
+    pub cert: Option<PathBuf>,
+    /// PEM private key (the one-certificate form).
+    pub key: Option<PathBuf>,
+    /// Certificates chosen by SNI, each answering for the names it carries.
+    #[serde(default)]
+    pub certs: Vec<CertPairFile>,
+}
+
+/// A certificate chain and its private key, PEM files.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CertPairFile {
+    /// PEM certificate chain: the certificate, then its intermediates (certbot's
+    /// `fullchain.pem`).
     pub cert: PathBuf,
-    /// PEM private key.
+    /// PEM private key (certbot's `privkey.pem`).
     pub key: PathBuf,
 }
 

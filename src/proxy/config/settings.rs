@@ -22,9 +22,17 @@ pub enum AccessLogTarget {
 pub struct TlsListen {
     /// The address.
     pub addr: SocketAddr,
-    /// PEM certificate chain.
+    /// Its certificates, at least one: the first is the default, for clients that send no
+    /// SNI or a name no certificate carries.
+    pub certs: Vec<CertPair>,
+}
+
+/// Where a certificate chain and its private key are (PEM files).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertPair {
+    /// The certificate chain.
     pub cert: PathBuf,
-    /// PEM private key.
+    /// The private key.
     pub key: PathBuf,
 }
 
@@ -147,6 +155,8 @@ pub struct Settings {
     pub listen: Vec<SocketAddr>,
     /// TLS listeners.
     pub tls_listen: Vec<TlsListen>,
+    /// Whether plain listeners also speak h2c (HTTP/2 with prior knowledge).
+    pub h2c: bool,
     /// The metrics listener.
     pub metrics_listen: Option<SocketAddr>,
     /// The access log.

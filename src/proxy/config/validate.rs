@@ -115,27 +115,9 @@ impl Validator<'_> {
                 "listen: give at least one address in `listen` or `tls_listen`, such as listen: [\"0.0.0.0:8080\"]".into(),
             ));
         }
-        let mut tls_listen = Vec::new();
-        for (i, tls) in file.tls_listen.iter().enumerate() {
-            for (what, path) in [("cert", &tls.cert), ("key", &tls.key)] {
-                let resolved = self.path(path);
-                if let Err(e) = std::fs::metadata(&resolved) {
-                    let shown = path.display().to_string();
-                    return Err(self.error(
-                        Some((&shown, 0)),
-                        format!(
-                            "tls_listen[{i}].{what}: cannot read `{}`: {e}",
-                            resolved.display()
-                        ),
-                    ));
-                }
-            }
-            tls_listen.push(TlsListen {
-                addr: tls.addr.0,
-                cert: self.path(&tls.cert),
-                key: self.path(&tls.key),
-            });
-        }
+        let tls_listen = (file.tls_listen.iter().enumerate())
+            .map(|(i, tls)| self.tls_listen(i, tls))
+            .collect::<Result<Vec<_>, _>>()?;
         let access_log = file.access_log.as_deref().map(|target| match target {
             "-" => AccessLogTarget::Stdout,
             path => AccessLogTarget::File(self.path(Path::new(path))),
@@ -211,6 +193,7 @@ impl Validator<'_> {
             politeness,
             listen: file.listen.iter().map(|a| a.0).collect(),
             tls_listen,
+            h2c: file.h2c,
             metrics_listen: file.metrics.map(|m| m.listen.0),
             access_log,
             catalog: file.catalog.as_deref().map(|p| self.path(p)),
@@ -227,6 +210,60 @@ impl Validator<'_> {
                     .read_buffer_bytes
                     .map_or(DEFAULT_READ_BUFFER_BYTES, Bounded::get),
             },
+        })
+    }
+
+    /// A TLS listener in either form, with its files' existence checked (their content is
+    /// checked when they are loaded, by `serve` and `validate`).
+    fn tls_listen(&self, i: usize, tls: &TlsListenFile) -> Result<TlsListen, ConfigError> {
+        let addr = tls.addr.0.to_string();
+        let listener_error = |message: String| self.error(Some((&addr, 0)), message);
+        let pairs: Vec<(String, &Path, &Path)> = match (&tls.cert, &tls.key) {
+            (Some(cert), Some(key)) if tls.certs.is_empty() => {
+                vec![(format!("tls_listen[{i}]"), cert, key)]
+            }
+            (None, None) if !tls.certs.is_empty() => (tls.certs.iter().enumerate())
+                .map(|(j, pair)| {
+                    let at = format!("tls_listen[{i}].certs[{j}]");
+                    (at, pair.cert.as_path(), pair.key.as_path())
+                })
+                .collect(),
+            (None, None) => {
+                return Err(listener_error(format!(
+                    "tls_listen[{i}]: no certificate: give `cert` and `key`, or `certs: [{{cert, key}}, ...]`"
+                )))
+            }
+            (Some(_), None) | (None, Some(_)) => {
+                return Err(listener_error(format!(
+                    "tls_listen[{i}]: `cert` and `key` go together: give both"
+                )))
+            }
+            (Some(_), Some(_)) => {
+                return Err(listener_error(format!(
+                    "tls_listen[{i}]: `cert`/`key` and `certs` both name certificates: use `certs` alone for several"
+                )))
+            }
+        };
+        let mut certs = Vec::new();
+        for (at, cert, key) in pairs {
+            for (what, path) in [("cert", cert), ("key", key)] {
+                let resolved = self.path(path);
+                if let Err(e) = std::fs::metadata(&resolved) {
+                    let shown = path.display().to_string();
+                    return Err(self.error(
+                        Some((&shown, 0)),
+                        format!("{at}.{what}: cannot read `{}`: {e}", resolved.display()),
+                    ));
+                }
+            }
+            certs.push(CertPair {
+                cert: self.path(cert),
+                key: self.path(key),
+            });
+        }
+        Ok(TlsListen {
+            addr: tls.addr.0,
+            certs,
         })
     }
 
@@ -606,6 +643,58 @@ mod tests {
         }
         let text = format!("{MINIMAL}politeness:\n  max_tracked: 18446744073709551615\n");
         assert!(parse(&text).unwrap_err().message.contains("out of range"));
+    }
+
+    #[test]
+    fn tls_listeners_take_one_pair_or_a_list_and_name_the_line_of_a_mistake() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["a.crt", "a.key", "b.crt", "b.key"] {
+            std::fs::write(dir.path().join(name), "pem").unwrap();
+        }
+        let parse_in = |tls: &str| {
+            let text = format!("{MINIMAL}h2c: true\ntls_listen:\n{tls}");
+            Settings::from_yaml(&text, "test.yaml", dir.path())
+        };
+        let one = parse_in("  - {addr: \"127.0.0.1:8443\", cert: a.crt, key: a.key}\n").unwrap();
+        let pair = |name: &str| CertPair {
+            cert: dir.path().join(format!("{name}.crt")),
+            key: dir.path().join(format!("{name}.key")),
+        };
+        assert_eq!(one.tls_listen[0].certs, vec![pair("a")]);
+        assert!(one.h2c);
+        let list = "  - addr: \"127.0.0.1:8443\"\n    certs:\n      - {cert: a.crt, key: a.key}\n      - {cert: b.crt, key: b.key}\n";
+        let list = parse_in(list).unwrap();
+        assert_eq!(list.tls_listen[0].certs, vec![pair("a"), pair("b")]);
+        assert!(!parse(MINIMAL).unwrap().h2c);
+        // Line 7 is `h2c`, 8 `tls_listen:`, 9 the listener.
+        let cases = [
+            ("  - {addr: \"127.0.0.1:8443\"}\n", "no certificate", 9),
+            (
+                "  - {addr: \"127.0.0.1:8443\", cert: a.crt}\n",
+                "go together",
+                9,
+            ),
+            (
+                "  - {addr: \"127.0.0.1:8443\", cert: a.crt, key: a.key, certs: [{cert: b.crt, key: b.key}]}\n",
+                "use `certs` alone",
+                9,
+            ),
+            (
+                "  - addr: \"127.0.0.1:8443\"\n    certs:\n      - {cert: a.crt, key: a.key}\n      - {cert: c.crt, key: b.key}\n",
+                "tls_listen[0].certs[1].cert: cannot read",
+                12,
+            ),
+            (
+                "  - addr: \"127.0.0.1:8443\"\n    certs: [{cert: a.crt}]\n",
+                "missing field `key`",
+                10,
+            ),
+        ];
+        for (tls, message, line) in cases {
+            let error = parse_in(tls).unwrap_err();
+            assert!(error.message.contains(message), "{tls}: {error}");
+            assert_eq!(error.line, Some(line), "{tls}: {error}");
+        }
     }
 
     #[test]
