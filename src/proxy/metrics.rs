@@ -31,6 +31,8 @@ pub const METRIC_NAMES: &[&str] = &[
     "crawlgate_tracked_entries",
     "crawlgate_bad_requests_total",
     "crawlgate_robots_snapshots",
+    "crawlgate_state_store_errors_total",
+    "crawlgate_state_store_up",
 ];
 
 /// The metrics of one crawlgate process, in their own registry.
@@ -77,6 +79,11 @@ pub struct Metrics {
     pub bad_requests: IntCounterVec,
     /// `crawlgate_robots_snapshots`: compiled robots.txt snapshots alive.
     pub snapshots: prometheus::IntGauge,
+    /// `crawlgate_state_store_errors_total{reason}`: crawler requests decided from the
+    /// instance's own memory because the shared store erred, was slow or was down.
+    pub state_store_errors: IntCounterVec,
+    /// `crawlgate_state_store_up{store}`: 1 while the shared store answers (only with one).
+    pub state_store_up: IntGaugeVec,
 }
 
 /// A metric that could not be registered: a programming error, reported at startup.
@@ -143,6 +150,18 @@ impl Metrics {
         )?;
         registry.register(Box::new(robots_refresh.clone()))?;
         Ok(Metrics {
+            state_store_errors: counter(
+                r,
+                "crawlgate_state_store_errors_total",
+                "Crawler requests decided from this instance's own memory because the shared state store failed (error), was slower than the budget (timeout) or was down (unavailable).",
+                &["reason"],
+            )?,
+            state_store_up: gauge(
+                r,
+                "crawlgate_state_store_up",
+                "1 while the shared state store answers within the budget, 0 while this instance decides from its own memory.",
+                &["store"],
+            )?,
             snapshots,
             robots_refresh,
             crawl_delay_exceeded: counter(

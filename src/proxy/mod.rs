@@ -21,5 +21,6 @@ pub mod site;
 pub mod source;
 pub mod state;
 pub mod state_dir;
+pub mod store;
 pub mod ua_memo;
 pub mod verify;

@@ -34,6 +34,17 @@ fn line_of(text: &str, needle: &str, nth: usize) -> Option<usize> {
         .map(|(index, _)| index + 1)
 }
 
+/// Finds the line of the first line containing `needle` at or after the top-level key `section`
+/// (`state:`), for keys whose names other sections use too (`budget:`).
+fn line_in_section(text: &str, section: &str, needle: &str) -> Option<usize> {
+    let start = text.lines().position(|l| l.starts_with(section))?;
+    text.lines()
+        .enumerate()
+        .skip(start)
+        .find(|(_, line)| line.contains(needle))
+        .map(|(index, _)| index + 1)
+}
+
 /// Finds the line of `needle` within the `site`-th item of the block-style `sites:` list (or the
 /// item's first line when the needle is not in it).
 fn site_line(text: &str, site: usize, needle: &str) -> Option<usize> {
@@ -189,6 +200,7 @@ impl Validator<'_> {
             grace: politeness.grace.map_or(defaults.grace, |d| d.0),
         };
         let trusted_proxies = self.trusted_proxies(&file.trusted_proxies)?;
+        let state = file.state.as_ref().map(|s| self.state(s)).transpose()?;
         // systemd's StateDirectory= sets STATE_DIRECTORY (colon-separated when it names several).
         let state_dir = match &file.state_dir {
             Some(dir) => Some(self.path(dir)),
@@ -209,6 +221,7 @@ impl Validator<'_> {
             state_dir,
             verification,
             politeness,
+            state,
             listen: file.listen.iter().map(|a| a.0).collect(),
             tls_listen,
             metrics_listen: file.metrics.map(|m| m.listen.0),
@@ -247,6 +260,31 @@ impl Validator<'_> {
             file.networks.iter().map(|n| n.0).collect(),
             header,
         ))
+    }
+
+    fn state(&self, file: &StateFile) -> Result<StateSettings, ConfigError> {
+        let at = |needle: &str, message: String| ConfigError {
+            origin: self.origin.to_owned(),
+            line: line_in_section(self.text, "state:", needle),
+            message,
+        };
+        crate::proxy::store::redis::check_url(&file.redis)
+            .map_err(|why| at("redis", format!("state.redis: {why}")))?;
+        let budget = file.budget.map_or(DEFAULT_STATE_BUDGET, |d| d.0);
+        if budget.is_zero() || budget > MAX_STATE_BUDGET {
+            return Err(at(
+                "budget",
+                format!(
+                    "state.budget: {} is not between 1ms and {}s",
+                    humantime::format_duration(budget),
+                    MAX_STATE_BUDGET.as_secs()
+                ),
+            ));
+        }
+        Ok(StateSettings {
+            redis: file.redis.clone(),
+            budget,
+        })
     }
 
     fn verification(&self, file: VerificationFile) -> Result<VerificationSettings, ConfigError> {
