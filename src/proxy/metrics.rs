@@ -179,7 +179,7 @@ impl Metrics {
             dns_lookups: counter(
                 r,
                 "crawlgate_dns_lookups_total",
-                "Forward-confirmed reverse DNS verifications by result (verified, spoofed, timeout, error, cached).",
+                "Forward-confirmed reverse DNS verifications by result (verified, spoofed, timeout, error, cached, shared).",
                 &["result"],
             )?,
             bad_requests: counter(
