@@ -79,6 +79,17 @@ impl StoreServer {
         });
     }
 
+    /// Stops (`STOP`) or resumes (`CONT`) the server: a store that accepts connections and
+    /// answers nothing, as an overloaded or swapping one does.
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().unwrap().id().to_string();
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
     /// Kills the server, as a crash would.
     fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -110,12 +121,24 @@ impl Drop for StoreServer {
 /// test), keeping its state in `store`. The budget is generous so that a busy machine never
 /// turns a verdict into a fallback: the fallback is tested by killing the store.
 fn instance(origin: &Origin, store: &str, robots: &str, extra: &str, action: &str) -> Proxy {
+    instance_with_budget(origin, store, robots, extra, action, "1s")
+}
+
+/// [`instance`] with another `state.budget`.
+fn instance_with_budget(
+    origin: &Origin,
+    store: &str,
+    robots: &str,
+    extra: &str,
+    action: &str,
+    budget: &str,
+) -> Proxy {
     let config = format!(
         r#"listen: ["{{listen}}"]
 metrics: {{listen: "{{metrics}}"}}
 pingora: {{threads: 1}}
 trusted_proxies: [127.0.0.1/32]
-state: {{redis: "{store}", budget: 1s}}
+state: {{redis: "{store}", budget: {budget}}}
 {extra}
 sites:
   - name: site
@@ -412,4 +435,49 @@ fn the_store_killed_wiped_and_restarted_fails_no_request() {
     // Sharing resumed: a new crawler is held fleet-wide again.
     assert_eq!(status(&a, "/resumed", BOT, "192.0.2.200"), 200);
     assert_eq!(status(&b, "/resumed", BOT, "192.0.2.200"), 429);
+}
+
+#[test]
+fn a_store_slower_than_the_budget_costs_a_crawler_at_most_the_budget() {
+    let Some(store) = StoreServer::start() else {
+        return;
+    };
+    let origin = Origin::start();
+    let robots = "User-agent: *\\nCrawl-delay: 60\\n";
+    let a = instance_with_budget(&origin, &store.url(), robots, "", "block", "200ms");
+    assert_eq!(status(&a, "/first", BOT, "192.0.2.1"), 200);
+    store.signal("STOP");
+    // The store holds the request: after the budget, the instance decides from its own memory,
+    // which the store's answers were copied into.
+    assert_eq!(status(&a, "/slow", BOT, "192.0.2.1"), 429);
+    assert_eq!(status(&a, "/slow", BOT, "192.0.2.2"), 200);
+    assert_eq!(status(&a, "/slow", FIREFOX, "192.0.2.3"), 200);
+    let timeout = r#"crawlgate_state_store_errors_total{reason="timeout"}"#;
+    assert!(
+        a.metric(timeout).is_some_and(|n| n >= 1.0),
+        "{}",
+        a.metrics()
+    );
+    // Known to be down: no more waiting, until a probe gets an answer.
+    assert_eq!(status(&a, "/down", BOT, "192.0.2.2"), 429);
+    let unavailable = r#"crawlgate_state_store_errors_total{reason="unavailable"}"#;
+    assert!(
+        a.metric(unavailable).is_some_and(|n| n >= 1.0),
+        "{}",
+        a.metrics()
+    );
+    let (code, body) = a.health();
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        body.starts_with("degraded\n") && body.contains("state store"),
+        "{body}"
+    );
+    store.signal("CONT");
+    wait_for("/healthz to report the store back", || {
+        (a.health() == (200, "ok\n".to_owned())).then_some(())
+    });
+    assert_eq!(
+        a.metric(r#"crawlgate_state_store_up{store="redis"}"#),
+        Some(1.0)
+    );
 }

@@ -786,6 +786,39 @@ mod tests {
     }
 
     #[test]
+    fn the_state_store_is_optional_and_checked_where_it_is_written() {
+        assert_eq!(parse(MINIMAL).unwrap().state, None);
+        let text = format!("{MINIMAL}state:\n  redis: \"redis://10.0.0.5:6379/0\"\n");
+        let state = parse(&text).unwrap().state.unwrap();
+        assert_eq!(state.redis, "redis://10.0.0.5:6379/0");
+        assert_eq!(state.budget, DEFAULT_STATE_BUDGET);
+        let budget = format!("{text}  budget: 20ms\n");
+        assert_eq!(
+            parse(&budget).unwrap().state.unwrap().budget,
+            Duration::from_millis(20)
+        );
+        // The DNS budget above is not the store's: the error names the store's own line.
+        let slow = format!(
+            "{MINIMAL}verification:\n  dns: {{budget: 20ms}}\nstate:\n  redis: \"redis://10.0.0.5\"\n  budget: 10s\n"
+        );
+        let error = parse(&slow).unwrap_err();
+        assert_eq!(error.line, Some(11), "{error}");
+        assert!(error.message.contains("state.budget"), "{error}");
+        let zero = format!("{text}  budget: 0s\n");
+        assert_eq!(parse(&zero).unwrap_err().line, Some(9));
+        let tls = format!("{MINIMAL}state: {{redis: \"rediss://:secret@cache:6380\"}}\n");
+        let error = parse(&tls).unwrap_err();
+        assert_eq!(error.line, Some(7), "{error}");
+        assert!(!error.message.contains("secret"), "{error}");
+        let url = format!("{MINIMAL}state: {{redis: \"http://cache\"}}\n");
+        assert!(parse(&url).unwrap_err().message.contains("redis://"));
+        let unknown = format!("{text}  password: x\n");
+        let error = parse(&unknown).unwrap_err();
+        assert_eq!(error.line, Some(9), "{error}");
+        assert!(error.message.contains("password"), "{error}");
+    }
+
+    #[test]
     fn an_empty_reverse_dns_list_turns_the_catalogs_off() {
         let text = format!("{MINIMAL}verification:\n  reverse_dns: {{Googlebot: []}}\n");
         let settings = parse(&text).unwrap();

@@ -158,12 +158,16 @@ pub struct StoreMetrics {
 pub struct RedisStore {
     local: MemoryStore,
     connection: ConnectionManager,
-    script: redis::Script,
+    script: Arc<redis::Script>,
+    /// Where every command runs: see `runtime`.
+    handle: tokio::runtime::Handle,
     budget: Duration,
     remember_fetches_ms: u64,
     status: Arc<Status>,
-    /// The runtime that owns the connection's tasks and the probe: the proxy's runtimes come and
-    /// go with pingora's services (and `explain` has none), this one lives as long as the store.
+    /// The runtime that owns the connection's tasks and the probe, and runs every command: the
+    /// connection's driver is spawned on the runtime its first command runs on, and the proxy's
+    /// runtimes come and go with pingora's services (`explain`'s with the command); this one
+    /// lives as long as the store.
     runtime: Option<tokio::runtime::Runtime>,
 }
 
@@ -267,7 +271,15 @@ impl RedisStore {
         let connection = {
             let _inside = runtime.enter();
             ConnectionManager::new_lazy_with_config(client, config)
-                .map_err(|e| error(e.to_string()))?
+        };
+        let connection = match connection {
+            Ok(connection) => connection,
+            Err(e) => {
+                // Dropped here, the runtime would wait for its threads, which a caller on a
+                // runtime of its own (explain) may not do.
+                runtime.shutdown_background();
+                return Err(error(e.to_string()));
+            }
         };
         metrics.up.set(1);
         let status = Arc::new(Status {
@@ -281,7 +293,8 @@ impl RedisStore {
         Ok(RedisStore {
             local: MemoryStore::new(limits),
             connection,
-            script: redis::Script::new(VISIT),
+            script: Arc::new(redis::Script::new(VISIT)),
+            handle: runtime.handle().clone(),
             budget,
             remember_fetches_ms: whole_millis(limits.remember_fetches),
             status,
@@ -289,19 +302,26 @@ impl RedisStore {
         })
     }
 
-    /// Runs one request to the store within the budget; `None` (counted, and the store marked
-    /// down) when it fails, is too slow or is known to be down.
-    async fn ask<T>(
+    /// Runs one request to the store, on the store's runtime, within the budget; `None`
+    /// (counted, and the store marked down) when it fails, is too slow or is known to be down.
+    /// A request the budget gave up on finishes in the background (bounded by the connection's
+    /// response timeout).
+    async fn ask<T: Send + 'static>(
         &self,
         what: &str,
-        request: impl Future<Output = redis::RedisResult<T>>,
+        request: impl Future<Output = redis::RedisResult<T>> + Send + 'static,
     ) -> Option<T> {
         if !self.status.is_up() {
             self.status.fell_back("unavailable");
             return None;
         }
-        match tokio::time::timeout(self.budget, request).await {
-            Ok(Ok(value)) => Some(value),
+        match tokio::time::timeout(self.budget, self.handle.spawn(request)).await {
+            Ok(Ok(Ok(value))) => Some(value),
+            Ok(Ok(Err(e))) => {
+                self.status.fell_back("error");
+                self.status.down(format!("{what}: {e}"));
+                None
+            }
             Ok(Err(e)) => {
                 self.status.fell_back("error");
                 self.status.down(format!("{what}: {e}"));
@@ -344,24 +364,29 @@ impl StateStore for RedisStore {
         pace: Option<PaceQuery>,
         record: bool,
     ) -> Visit {
-        let mut invocation = self.script.prepare_invoke();
-        invocation
-            .key(politeness_key(site, "fetch", subject))
-            .key(politeness_key(site, "delay", subject))
-            .arg(pace.map_or(0, |q| whole_millis(q.delay)));
-        match pace.and_then(|q| q.only_if_fetched) {
-            Some((from, until)) => invocation.arg(millis(from)).arg(millis(until)),
-            None => invocation.arg("").arg(""),
+        let keys = [
+            politeness_key(site, "fetch", subject),
+            politeness_key(site, "delay", subject),
+        ];
+        let delay = pace.map_or(0, |q| whole_millis(q.delay));
+        let window = pace
+            .and_then(|q| q.only_if_fetched)
+            .map(|(from, until)| (millis(from), millis(until)));
+        let (script, mut connection) = (self.script.clone(), self.connection.clone());
+        let request = async move {
+            let mut invocation = script.prepare_invoke();
+            invocation.key(&keys[0]).key(&keys[1]).arg(delay);
+            match window {
+                Some((from, until)) => invocation.arg(from).arg(until),
+                None => invocation.arg("").arg(""),
+            };
+            invocation.arg(if record { "1" } else { "0" });
+            invocation
+                .invoke_async::<(String, i64)>(&mut connection)
+                .await
         };
-        invocation.arg(if record { "1" } else { "0" });
-        let mut connection = self.connection.clone();
         let sent = Instant::now();
-        let answer = self
-            .ask(
-                "crawl-delay update",
-                invocation.invoke_async::<(String, i64)>(&mut connection),
-            )
-            .await;
+        let answer = self.ask("crawl-delay update", request).await;
         let Some((fetched, wait)) = answer else {
             return self.local.visit_now(site, subject, pace, record);
         };
@@ -399,8 +424,8 @@ impl StateStore for RedisStore {
             .arg(millis(at))
             .arg("PX")
             .arg(self.remember_fetches_ms);
-        self.ask("robots.txt fetch", set.query_async::<()>(&mut connection))
-            .await;
+        let request = async move { set.query_async::<()>(&mut connection).await };
+        self.ask("robots.txt fetch", request).await;
     }
 
     fn recall_dns(&self, key: &DnsKey) -> Option<DnsOutcome> {
@@ -415,12 +440,11 @@ impl StateStore for RedisStore {
         let mut pipe = redis::pipe();
         pipe.cmd("GET").arg(&name).cmd("PTTL").arg(&name);
         let mut connection = self.connection.clone();
-        let (value, ttl) = self
-            .ask(
-                "DNS outcome",
-                pipe.query_async::<(Option<String>, i64)>(&mut connection),
-            )
-            .await?;
+        let request = async move {
+            pipe.query_async::<(Option<String>, i64)>(&mut connection)
+                .await
+        };
+        let (value, ttl) = self.ask("DNS outcome", request).await?;
         let outcome = decode(&value?)?;
         let ttl = Duration::from_millis(u64::try_from(ttl).ok().filter(|&ms| ms > 0)?);
         self.local.keep_dns(key, &outcome, ttl);
@@ -435,8 +459,8 @@ impl StateStore for RedisStore {
             .arg(encode(outcome))
             .arg("PX")
             .arg(whole_millis(ttl));
-        self.ask("DNS outcome", set.query_async::<()>(&mut connection))
-            .await;
+        let request = async move { set.query_async::<()>(&mut connection).await };
+        self.ask("DNS outcome", request).await;
     }
 
     fn entries(&self) -> Entries {
