@@ -1,8 +1,9 @@
 //! A fleet of crawlgates behaves as one: two instances on loopback share a real `redis-server`
 //! (or `valkey-server`) started by the test in its own folder. A crawler alternating between
 //! them is held to one request per crawl-delay, a robots.txt fetch through one counts on the
-//! other, a reverse-DNS outcome learned by one is used by the other, and the store killed,
-//! wiped and restarted mid-test fails no request.
+//! other, a reverse-DNS outcome learned by one is used by the other, the store killed, wiped
+//! and restarted mid-test fails no request, and a store that stops answering (SIGSTOP) is
+//! decided around within the budget and reported until it answers again.
 //!
 //! The tests print a note and pass only when neither server binary is installed; `.ci/run`
 //! installs `redis-server`, so CI always runs them.
@@ -438,7 +439,7 @@ fn the_store_killed_wiped_and_restarted_fails_no_request() {
 }
 
 #[test]
-fn a_store_slower_than_the_budget_costs_a_crawler_at_most_the_budget() {
+fn a_store_slower_than_the_budget_is_decided_around_and_reported() {
     let Some(store) = StoreServer::start() else {
         return;
     };
@@ -448,7 +449,7 @@ fn a_store_slower_than_the_budget_costs_a_crawler_at_most_the_budget() {
     assert_eq!(status(&a, "/first", BOT, "192.0.2.1"), 200);
     store.signal("STOP");
     // The store holds the request: after the budget, the instance decides from its own memory,
-    // which the store's answers were copied into.
+    // which the store's answers were copied into. One late answer is not the store down.
     assert_eq!(status(&a, "/slow", BOT, "192.0.2.1"), 429);
     assert_eq!(status(&a, "/slow", BOT, "192.0.2.2"), 200);
     assert_eq!(status(&a, "/slow", FIREFOX, "192.0.2.3"), 200);
@@ -458,14 +459,12 @@ fn a_store_slower_than_the_budget_costs_a_crawler_at_most_the_budget() {
         "{}",
         a.metrics()
     );
-    // Known to be down: no more waiting, until a probe gets an answer.
-    assert_eq!(status(&a, "/down", BOT, "192.0.2.2"), 429);
+    // Three in a row are: no more waiting, until a probe gets an answer.
     let unavailable = r#"crawlgate_state_store_errors_total{reason="unavailable"}"#;
-    assert!(
-        a.metric(unavailable).is_some_and(|n| n >= 1.0),
-        "{}",
-        a.metrics()
-    );
+    wait_for("the store to count as down", || {
+        assert_eq!(status(&a, "/slow", BOT, "192.0.2.2"), 429);
+        a.metric(unavailable).filter(|n| *n >= 1.0)
+    });
     let (code, body) = a.health();
     assert_eq!(code, 200, "{body}");
     assert!(

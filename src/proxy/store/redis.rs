@@ -4,9 +4,10 @@
 //! crawler's robots.txt fetch and updates its crawl-delay slot atomically, against the server's
 //! own clock, so that two instances cannot both let a crawler in within one delay. Every answer
 //! is copied into the instance's own [`MemoryStore`]; when the store errs or is slower than the
-//! budget, the instance decides from that memory, counts it
-//! (`crawlgate_state_store_errors_total`), reports itself degraded, and stops asking until a
-//! probe (every half second, off the request path) gets an answer within the budget again.
+//! budget, the instance decides from that memory and counts it
+//! (`crawlgate_state_store_errors_total`). After an error, or three late answers in a row, it
+//! reports itself degraded and stops asking until a probe (every half second, off the request
+//! path) gets an answer within the budget again.
 //!
 //! Keys (see the README for their sizes and lifetimes): `crawlgate:SITE:delay:SUBJECT` (the
 //! next allowed time, expiring then), `crawlgate:SITE:fetch:SUBJECT` (the last robots.txt fetch,
@@ -23,7 +24,7 @@ use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::fmt::Write as _;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -54,6 +55,11 @@ return {fetched, 0}
 
 /// How often a store that failed is asked whether it is back.
 const PROBE_EVERY: Duration = Duration::from_millis(500);
+
+/// How many answers in a row may come later than the budget before the store counts as down:
+/// one late answer on a busy host costs only its own request the fleet's view, not the next
+/// half second's requests.
+const LATE_IN_A_ROW: u32 = 3;
 
 /// The shared store cannot be set up (its URL is checked when the configuration is read, so
 /// this is rare: no thread for the connection, say).
@@ -97,6 +103,8 @@ pub fn shown(url: &str) -> String {
 /// Whether the store answers, and why not; shared by the request path and the probe.
 struct Status {
     up: AtomicBool,
+    /// Answers later than the budget since the last one in time.
+    late: AtomicU32,
     why: Mutex<String>,
     /// `crawlgate_state_store_errors_total{reason}`.
     errors: prometheus::IntCounterVec,
@@ -125,6 +133,22 @@ impl Status {
                 "state store {}: {why}; deciding from this instance's memory until it answers",
                 self.url
             );
+        }
+    }
+
+    /// An answer within the budget.
+    fn answered(&self) {
+        self.late.store(0, Ordering::Relaxed);
+        self.back();
+    }
+
+    /// An answer later than the budget: down after [`LATE_IN_A_ROW`] of them.
+    fn late(&self, what: &str, budget: Duration) {
+        if self.late.fetch_add(1, Ordering::Relaxed) + 1 >= LATE_IN_A_ROW {
+            self.down(format!(
+                "{what}: no answer within the {} ms budget, {LATE_IN_A_ROW} times in a row",
+                budget.as_millis()
+            ));
         }
     }
 
@@ -284,6 +308,7 @@ impl RedisStore {
         metrics.up.set(1);
         let status = Arc::new(Status {
             up: AtomicBool::new(true),
+            late: AtomicU32::new(0),
             why: Mutex::new(String::new()),
             errors: metrics.errors,
             gauge: metrics.up,
@@ -303,7 +328,8 @@ impl RedisStore {
     }
 
     /// Runs one request to the store, on the store's runtime, within the budget; `None`
-    /// (counted, and the store marked down) when it fails, is too slow or is known to be down.
+    /// (counted) when it fails (the store is then down), is too slow (down after
+    /// [`LATE_IN_A_ROW`] such) or is known to be down.
     /// A request the budget gave up on finishes in the background (bounded by the connection's
     /// response timeout).
     async fn ask<T: Send + 'static>(
@@ -316,7 +342,10 @@ impl RedisStore {
             return None;
         }
         match tokio::time::timeout(self.budget, self.handle.spawn(request)).await {
-            Ok(Ok(Ok(value))) => Some(value),
+            Ok(Ok(Ok(value))) => {
+                self.status.answered();
+                Some(value)
+            }
             Ok(Ok(Err(e))) => {
                 self.status.fell_back("error");
                 self.status.down(format!("{what}: {e}"));
@@ -329,10 +358,7 @@ impl RedisStore {
             }
             Err(_) => {
                 self.status.fell_back("timeout");
-                self.status.down(format!(
-                    "{what}: no answer within the {} ms budget",
-                    self.budget.as_millis()
-                ));
+                self.status.late(what, self.budget);
                 None
             }
         }
@@ -345,12 +371,9 @@ async fn probe(mut connection: ConnectionManager, status: Arc<Status>, budget: D
         tokio::time::sleep(PROBE_EVERY).await;
         let ping = redis::cmd("PING");
         match tokio::time::timeout(budget, ping.query_async::<String>(&mut connection)).await {
-            Ok(Ok(_)) => status.back(),
+            Ok(Ok(_)) => status.answered(),
             Ok(Err(e)) => status.down(format!("ping: {e}")),
-            Err(_) => status.down(format!(
-                "ping: no answer within the {} ms budget",
-                budget.as_millis()
-            )),
+            Err(_) => status.late("ping", budget),
         }
     }
 }
