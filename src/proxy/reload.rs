@@ -354,6 +354,9 @@ impl Reloader {
         {
             log::warn!("listeners, access log, state_dir and pingora settings change only on restart; the rest is applied");
         }
+        if settings.state != old.state {
+            log::warn!("the state store changes only on restart; the rest is applied");
+        }
         let global = Global::new(
             &settings,
             &catalog.catalog,
