@@ -1,7 +1,7 @@
 //! A fleet of crawlgates behaves as one: two instances on loopback share a real `redis-server`
 //! (or `valkey-server`) started by the test in its own folder. A crawler alternating between
 //! them is held to one request per crawl-delay, a robots.txt fetch through one counts on the
-//! other, a reverse-DNS outcome learned by one is used by the other, the store killed, wiped
+//! other (for "robots_unread" and for grace), a reverse-DNS outcome learned by one is used by the other, the store killed, wiped
 //! and restarted mid-test fails no request, and a store that stops answering (SIGSTOP) is
 //! decided around within the budget and reported until it answers again.
 //!
@@ -247,6 +247,47 @@ fn a_robots_txt_fetch_through_one_instance_counts_on_the_other() {
     // An unnamed crawler's fetch is its own address's: another address has not read it.
     assert_eq!(status(&b, "/other", BOT, "192.0.2.11"), 200);
     assert_eq!(unread(origin.last("/other")).as_deref(), Some("1"));
+}
+
+#[test]
+fn a_robots_txt_fetch_through_one_instance_earns_grace_on_the_other() {
+    let Some(store) = StoreServer::start() else {
+        return;
+    };
+    let origin = Origin::start();
+    let config = format!(
+        r#"listen: ["{{listen}}"]
+metrics: {{listen: "{{metrics}}"}}
+pingora: {{threads: 1}}
+trusted_proxies: [127.0.0.1/32]
+state: {{redis: "{}", budget: 1s}}
+sites:
+  - name: site
+    upstream: "{}"
+    robots: {{file: robots.txt}}
+"#,
+        store.url(),
+        origin.addr
+    );
+    let old = "User-agent: *\nDisallow: /private/\n";
+    let a = ProxyBuilder::new(&config).file("robots.txt", old).start();
+    let b = ProxyBuilder::new(&config).file("robots.txt", old).start();
+    let bot = "192.0.2.20";
+    // The crawler reads the file through a.
+    assert_eq!(status(&a, "/robots.txt", BOT, bot), 200);
+    for proxy in [&a, &b] {
+        write_atomically(&proxy.path("robots.txt"), b"User-agent: *\nDisallow: /\n");
+    }
+    for proxy in [&a, &b] {
+        wait_for("the new file", || {
+            (status(proxy, "/blog", BOT, "192.0.2.21") == 403).then_some(())
+        });
+    }
+    // b never saw it read robots.txt, yet judges it by the file it read: grace.
+    assert_eq!(status(&b, "/blog", BOT, bot), 200);
+    let grace = r#"crawlgate_requests_total{action="forwarded",bot="unnamed",category="unnamed",site="site",verdict="grace",verified="unverifiable"}"#;
+    assert_eq!(b.metric(grace), Some(1.0), "{}", b.metrics());
+    assert_eq!(status(&b, "/private/x", BOT, bot), 403);
 }
 
 /// A small authoritative DNS server on loopback (UDP) that counts the questions it answers.
