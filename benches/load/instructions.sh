@@ -6,7 +6,9 @@
 # the request mix for DURATION seconds, and the instructions executed are divided by the requests
 # answered. Prints a table with the ratios, and crawlgate's most expensive functions.
 #
-#   benches/load/instructions.sh            # DURATION=15 MIX=mixed (or forward) SIZES="small large"
+#   benches/load/instructions.sh            # DURATION=15 MIX=mixed (or forward, people) SIZES="small large"
+#   STORES="none redis" MIX=people SIZES=small benches/load/instructions.sh   # people, with and
+#                                           # without a shared state store (needs redis-server)
 #
 # Needs valgrind, nginx and wrk. Everything listens on loopback.
 set -euo pipefail
@@ -19,6 +21,9 @@ CRAWLGATE=${CRAWLGATE:-target/release/crawlgate}
 PINGORA=${PINGORA:-"{threads: 1}"}
 # Which robots.txt sizes to measure crawlgate with (the bare proxy is always measured).
 SIZES=${SIZES:-"small large"}
+# Which state stores to measure each size with: none (this process's memory) and/or redis (a
+# redis-server or valkey-server the script starts on loopback, as `state: {redis: URL}`).
+STORES=${STORES:-none}
 # TIMEOUTS=1: also measure the bare proxy with crawlgate's origin read and write timeouts
 # (pingora registers a timer for every read), to tell their cost apart from enforcement's.
 TIMEOUTS=${TIMEOUTS:-0}
@@ -52,17 +57,29 @@ local people = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox
 local allowed = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
 local blocked = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
 local blocked_share = tonumber(os.getenv("BLOCKED") or "1")
+local only_people = os.getenv("MIX") == "people"
 local n = 0
 request = function()
   n = n + 1
   local slot = n % 10
   local ua
-  if slot < 7 then ua = people elseif slot < 10 - blocked_share then ua = allowed else ua = blocked end
+  if only_people or slot < 7 then ua = people elseif slot < 10 - blocked_share then ua = allowed else ua = blocked end
   return wrk.format("GET", "/blog/post-" .. (n % 50 + 1) .. ".html", { ["User-Agent"] = ua })
 end
 EOF
 BLOCKED=1; [ "$MIX" = forward ] && BLOCKED=0
-export BLOCKED
+export BLOCKED MIX
+STORE_URL=
+if [[ " $STORES " == *" redis "* ]]; then
+  store_bin=$(command -v redis-server || command -v valkey-server) \
+    || { echo "instructions.sh: STORES=redis needs redis-server or valkey-server" >&2; exit 1; }
+  STORE_PORT=$(free_port)
+  "$store_bin" --port "$STORE_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
+    >"$work/logs/store.log" 2>&1 &
+  pids+=("$!")
+  wait_port "$STORE_PORT"
+  STORE_URL="redis://127.0.0.1:$STORE_PORT/0"
+fi
 
 measure() { # name port command...
   local name=$1 port=$2; shift 2
@@ -82,8 +99,9 @@ measure() { # name port command...
   echo "$name $requests $ir $dump"
   kill "$pid"; wait "$pid" 2>/dev/null || true
 }
-config() { # port robots
+config() { # port robots [store URL]
   printf 'listen: ["127.0.0.1:%s"]\npingora: %s\nsites:\n  - name: bench\n    upstream: "127.0.0.1:%s"\n    robots: {file: %s}\n' "$1" "$PINGORA" "$ORIGIN" "$2"
+  [ -z "${3:-}" ] || printf 'state: {redis: "%s"}\n' "$3"
 }
 rows=()
 port=$(free_port)
@@ -93,20 +111,24 @@ if [ "$TIMEOUTS" = 1 ]; then
   rows+=("$(measure bare-timeouts "$port" target/release/examples/bare_proxy "127.0.0.1:$port" "127.0.0.1:$ORIGIN" 1 60)")
 fi
 for size in $SIZES; do
-  port=$(free_port)
-  config "$port" "$work/$size.txt" > "$work/$size.yaml"
-  rows+=("$(RUST_LOG=warn measure "crawlgate-$size" "$port" "$CRAWLGATE" serve --config "$work/$size.yaml")")
+  for store in $STORES; do
+    port=$(free_port)
+    name="crawlgate-$size" url=
+    [ "$store" = none ] || { name="crawlgate-$size-$store"; url=$STORE_URL; }
+    config "$port" "$work/$size.txt" "$url" > "$work/$name.yaml"
+    rows+=("$(RUST_LOG=warn measure "$name" "$port" "$CRAWLGATE" serve --config "$work/$name.yaml")")
+  done
 done
 python3 - "$MIX" "${rows[@]}" <<'EOF'
 import sys
 mix, rows = sys.argv[1], [r.split() for r in sys.argv[2:]]
 table = {r[0]: (int(r[1]), int(r[2].replace(",", ""))) for r in rows}
 print(f"mix: {mix}")
-print(f"{'proxy':<16} {'requests':>9} {'instructions/request':>21} {'ratio to bare':>14}")
+print(f"{'proxy':<22} {'requests':>9} {'instructions/request':>21} {'ratio to bare':>14}")
 bare = table["bare-pingora"][1] / table["bare-pingora"][0]
 for name, (requests, ir) in table.items():
     per = ir / requests
-    print(f"{name:<16} {requests:>9} {per:>21,.0f} {per / bare:>14.3f}")
+    print(f"{name:<22} {requests:>9} {per:>21,.0f} {per / bare:>14.3f}")
 EOF
 small_dump=$(printf '%s\n' "${rows[@]}" | awk '$1 == "crawlgate-small" {print $4}')
 echo

@@ -1,4 +1,5 @@
-//! The metrics listener: `/metrics` (Prometheus text) and `/healthz` (ok, or why not).
+//! The metrics listener: `/metrics` (Prometheus text) and `/healthz` (ok, degraded and why, or
+//! failing and why).
 
 use super::state::Shared;
 use async_trait::async_trait;
@@ -31,18 +32,27 @@ impl AdminApp {
                     self.shared.metrics.render(),
                 )
             }
-            "/healthz" => match self.shared.health() {
-                Ok(()) => (
-                    StatusCode::OK,
+            "/healthz" => {
+                let health = self.shared.health();
+                let (status, body) = if !health.failing.is_empty() {
+                    let mut lines = health.failing;
+                    lines.extend(health.degraded);
+                    (StatusCode::SERVICE_UNAVAILABLE, lines.join("\n"))
+                } else if !health.degraded.is_empty() {
+                    // Still serving every request: a load balancer must not take it out.
+                    (
+                        StatusCode::OK,
+                        format!("degraded\n{}", health.degraded.join("\n")),
+                    )
+                } else {
+                    (StatusCode::OK, "ok".to_owned())
+                };
+                (
+                    status,
                     "text/plain; charset=utf-8",
-                    b"ok\n".to_vec(),
-                ),
-                Err(problems) => (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "text/plain; charset=utf-8",
-                    format!("{}\n", problems.join("\n")).into_bytes(),
-                ),
-            },
+                    format!("{body}\n").into_bytes(),
+                )
+            }
             _ => (
                 StatusCode::NOT_FOUND,
                 "text/plain; charset=utf-8",

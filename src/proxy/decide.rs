@@ -5,7 +5,7 @@
 
 use super::client::{canonical, Forwarding};
 use super::config::CrawlDelayMode;
-use super::politeness::{Pace, Subject};
+use super::politeness::{Pace, PaceQuery, Subject};
 use super::site::{Site, Snapshot};
 use super::state::Shared;
 use super::ua_memo::Class;
@@ -17,7 +17,7 @@ use crate::robots::{path, PreferenceRule, Selected, Usage};
 use serde::Serialize;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 /// What the decision needs to know of a request.
 #[derive(Debug, Clone, Copy)]
@@ -255,19 +255,16 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     if requester == Requester::Person {
         return Some(decision);
     }
-    let politeness = &shared.politeness;
+    let store = &shared.store;
     let now = SystemTime::now();
     if robots_txt {
         if mode.record {
-            politeness.robots_fetched(site_name, &decision.subject, now);
+            store
+                .robots_fetched(site_name, &decision.subject, now)
+                .await;
         }
         return Some(decision);
     }
-    let last_fetch = politeness.last_robots_fetch(site_name, &decision.subject);
-    decision.last_robots_fetch = last_fetch;
-    let window = shared.politeness_settings.robots_read_window;
-    decision.robots_unread =
-        last_fetch.is_none_or(|at| now.duration_since(at).unwrap_or_default() > window);
 
     let verdict = snapshot
         .robots
@@ -278,10 +275,50 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     } else {
         VerdictLabel::Disallowed
     };
-    if !verdict.allowed {
-        if let Some((previous, rule)) = grace(
-            &site, &snapshot, judged, facts.path, last_fetch, now, shared,
-        ) {
+    // What the previous file says, should the crawler have read it: whether grace can apply is
+    // known before the store is asked, so that one round trip answers everything.
+    let previous = if verdict.allowed {
+        None
+    } else {
+        grace_candidate(&site, &snapshot, judged, facts.path, now, shared)
+    };
+    let delay_mode = site.settings.crawl_delay;
+    let delay = snapshot
+        .robots
+        .crawl_delay_selected(decision.selected)
+        .filter(|d| !d.is_zero() && delay_mode != CrawlDelayMode::Off && !spoofed);
+    let pace = delay.and_then(|delay| {
+        let forwarded =
+            |label| policy::decide(requester, label, decision.action) != Outcome::Blocked;
+        if forwarded(decision.verdict) {
+            Some(PaceQuery {
+                delay,
+                only_if_fetched: None,
+            })
+        } else {
+            // Blocked unless grace lets it in: paced only then.
+            let window = previous.as_ref()?.fetched;
+            forwarded(VerdictLabel::Grace).then_some(PaceQuery {
+                delay,
+                only_if_fetched: Some(window),
+            })
+        }
+    });
+    let visit = store
+        .visit(site_name, &decision.subject, pace, mode.record)
+        .await;
+    let last_fetch = visit.last_fetch;
+    decision.last_robots_fetch = last_fetch;
+    let window = shared.politeness_settings.robots_read_window;
+    decision.robots_unread =
+        last_fetch.is_none_or(|at| now.duration_since(at).unwrap_or_default() > window);
+    if let Some(GraceCandidate {
+        snapshot: previous,
+        rule,
+        fetched: (from, until),
+    }) = previous
+    {
+        if last_fetch.is_some_and(|at| at >= from && at < until) {
             decision.verdict = VerdictLabel::Grace;
             decision.rule = rule;
             decision.decided_by_previous = Some(previous);
@@ -308,38 +345,23 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     }
     decision.outcome = policy::decide(requester, decision.verdict, decision.action);
 
-    let delay_mode = site.settings.crawl_delay;
-    let forwarded = decision.outcome != Outcome::Blocked;
-    if delay_mode != CrawlDelayMode::Off && forwarded {
-        if let Some(delay) = snapshot
-            .robots
-            .crawl_delay_selected(decision.selected)
-            .filter(|d| !d.is_zero())
-        {
-            let pace = politeness.pace(
-                site_name,
-                &decision.subject,
-                delay,
-                Instant::now(),
-                mode.record,
-            );
-            let (exceeded, retry_after) = match pace {
-                Pace::Ok => (false, None),
-                Pace::TooSoon(wait) => (true, Some(wait)),
+    if let (Some(delay), Some(pace)) = (delay, visit.pace) {
+        let (exceeded, retry_after) = match pace {
+            Pace::Ok => (false, None),
+            Pace::TooSoon(wait) => (true, Some(wait)),
+        };
+        decision.crawl_delay = Some(CrawlDelay {
+            seconds: delay.as_secs_f64(),
+            exceeded,
+            retry_after_seconds: retry_after.map(ceil_seconds),
+            mode: delay_mode.as_str(),
+        });
+        if exceeded {
+            decision.outcome = match delay_mode {
+                CrawlDelayMode::Enforce => Outcome::Throttled,
+                CrawlDelayMode::Tag => Outcome::Tagged,
+                CrawlDelayMode::Count | CrawlDelayMode::Off => decision.outcome,
             };
-            decision.crawl_delay = Some(CrawlDelay {
-                seconds: delay.as_secs_f64(),
-                exceeded,
-                retry_after_seconds: retry_after.map(ceil_seconds),
-                mode: delay_mode.as_str(),
-            });
-            if exceeded {
-                decision.outcome = match delay_mode {
-                    CrawlDelayMode::Enforce => Outcome::Throttled,
-                    CrawlDelayMode::Tag => Outcome::Tagged,
-                    CrawlDelayMode::Count | CrawlDelayMode::Off => decision.outcome,
-                };
-            }
         }
     }
     Some(decision)
@@ -370,33 +392,47 @@ fn ceil_seconds(wait: Duration) -> u64 {
     }
 }
 
+/// The previous file, when it allows what the current one refuses.
+struct GraceCandidate {
+    /// The previous snapshot.
+    snapshot: Arc<Snapshot>,
+    /// Its deciding rule.
+    rule: Option<usize>,
+    /// The fetch times that earn grace: `[from, until)`.
+    fetched: (SystemTime, SystemTime),
+}
+
 /// RFC 9309 lets a crawler use a cached robots.txt for up to 24 hours: a crawler that fetched the
 /// previous file within the grace period, and before the current one was loaded, is judged by the
-/// file it read. Returns that snapshot and its deciding rule when it allows the path.
-fn grace(
+/// file it read. When the previous file allows the path, returns it, its deciding rule and the
+/// fetch times that earn grace (`[from, until)`); the caller checks the crawler's fetch against
+/// them once the store has answered.
+fn grace_candidate(
     site: &Site,
     current: &Snapshot,
     crawler: Crawler<'_>,
     path: &str,
-    last_fetch: Option<SystemTime>,
     now: SystemTime,
     shared: &Shared,
-) -> Option<(Arc<Snapshot>, Option<usize>)> {
-    let fetched = last_fetch?;
-    if fetched >= current.loaded_at
-        || now.duration_since(fetched).unwrap_or_default() > shared.politeness_settings.grace
-    {
-        return None;
-    }
+) -> Option<GraceCandidate> {
     let previous = site.previous.load_full()?;
-    if fetched < previous.loaded_at {
+    let oldest = now
+        .checked_sub(shared.politeness_settings.grace)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let from = previous.loaded_at.max(oldest);
+    let until = current.loaded_at;
+    if from >= until {
         return None;
     }
     let verdict = previous
         .robots
         .check_selected(crawler.select_in(&previous.robots), path);
     let rule = verdict.rule_index;
-    verdict.allowed.then_some((previous, rule))
+    verdict.allowed.then_some(GraceCandidate {
+        snapshot: previous,
+        rule,
+        fetched: (from, until),
+    })
 }
 
 #[cfg(test)]

@@ -34,6 +34,8 @@ pub const METRIC_NAMES: &[&str] = &[
     "crawlgate_content_usage_total",
     "crawlgate_tls_certificate_reloads_total",
     "crawlgate_tls_certificate_expiry_timestamp_seconds",
+    "crawlgate_state_store_errors_total",
+    "crawlgate_state_store_up",
 ];
 
 /// The metrics of one crawlgate process, in their own registry.
@@ -88,6 +90,11 @@ pub struct Metrics {
     /// `crawlgate_tls_certificate_expiry_timestamp_seconds{listener, cert}`: when each
     /// certificate in force expires.
     pub tls_certificate_expiry: IntGaugeVec,
+    /// `crawlgate_state_store_errors_total{reason}`: crawler requests decided from the
+    /// instance's own memory because the shared store erred, was slow or was down.
+    pub state_store_errors: IntCounterVec,
+    /// `crawlgate_state_store_up{store}`: 1 while the shared store answers (only with one).
+    pub state_store_up: IntGaugeVec,
 }
 
 /// A metric that could not be registered: a programming error, reported at startup.
@@ -160,6 +167,18 @@ impl Metrics {
                 "Crawler requests robots.txt allows but its content-use preference refuses (verdict content-usage), by refused use (train-ai, search, ai-input) and action taken.",
                 &["site", "bot", "usage", "action"],
             )?,
+            state_store_errors: counter(
+                r,
+                "crawlgate_state_store_errors_total",
+                "Crawler requests decided from this instance's own memory because the shared state store failed (error), was slower than the budget (timeout) or was down (unavailable).",
+                &["reason"],
+            )?,
+            state_store_up: gauge(
+                r,
+                "crawlgate_state_store_up",
+                "1 while the shared state store answers within the budget, 0 while this instance decides from its own memory.",
+                &["store"],
+            )?,
             snapshots,
             robots_refresh,
             crawl_delay_exceeded: counter(
@@ -177,7 +196,7 @@ impl Metrics {
             dns_lookups: counter(
                 r,
                 "crawlgate_dns_lookups_total",
-                "Forward-confirmed reverse DNS verifications by result (verified, spoofed, timeout, error, cached).",
+                "Forward-confirmed reverse DNS verifications by result (verified, spoofed, timeout, error, cached, shared).",
                 &["result"],
             )?,
             bad_requests: counter(

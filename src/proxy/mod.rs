@@ -22,6 +22,7 @@ pub mod site;
 pub mod source;
 pub mod state;
 pub mod state_dir;
+pub mod store;
 pub mod tls;
 pub mod ua_memo;
 pub mod verify;

@@ -355,8 +355,16 @@ impl Reloader {
         {
             log::warn!("listeners, access log, state_dir and pingora settings change only on restart; the rest is applied");
         }
-        let global = Global::new(&settings, &catalog.catalog, &self.shared.metrics)
-            .map_err(|e| e.to_string())?;
+        if settings.state != old.state {
+            log::warn!("the state store changes only on restart; the rest is applied");
+        }
+        let global = Global::new(
+            &settings,
+            &catalog.catalog,
+            &self.shared.metrics,
+            &self.shared.store,
+        )
+        .map_err(|e| e.to_string())?;
         let catalog_changed = self.shared.catalog.load().catalog != catalog.catalog;
         let current = self.shared.sites.load();
         let mut sites = Vec::new();

@@ -104,6 +104,7 @@ pub fn demo_settings(socket: PathBuf) -> Settings {
         state_dir: None,
         verification: VerificationSettings::default(),
         politeness: PolitenessSettings::default(),
+        state: None,
         pingora: PingoraSettings {
             threads: 2,
             grace_period_seconds: 5,

@@ -1,13 +1,13 @@
 //! The state the proxy's services share: the sites (swapped whole on a config reload), the
-//! catalog, the metrics and the access log.
+//! catalog, the metrics, the access log and the state store.
 
 use super::access_log::AccessLog;
 use super::client::TrustedProxies;
 use super::config::{PolitenessSettings, RobotsSource, Settings};
 use super::metrics::Metrics;
-use super::politeness::Politeness;
 use super::site::{CatalogIndex, Site, SiteError, Sites, Snapshot, SourceState};
 use super::state_dir::{self, StateDir};
+use super::store::{self, StateStore};
 use super::verify::dns::{DnsError, DnsVerifier};
 use super::verify::ranges::RangeSet;
 use super::verify::{RangesEntry, Verifier};
@@ -31,11 +31,13 @@ pub struct Global {
 
 impl Global {
     /// Builds the global settings; range files are read now (a missing one is logged and left
-    /// unread: its crawler is unverifiable by ranges until the file appears).
+    /// unread: its crawler is unverifiable by ranges until the file appears). Reverse-DNS
+    /// outcomes are kept in `store`, which outlives every reload.
     pub fn new(
         settings: &Settings,
         catalog: &Catalog,
         metrics: &Metrics,
+        store: &Arc<dyn StateStore>,
     ) -> Result<Global, DnsError> {
         let verification = &settings.verification;
         let ranges = verification
@@ -66,7 +68,8 @@ impl Global {
         let dns = if reverse_dns.is_empty() {
             None
         } else {
-            match DnsVerifier::new(verification.dns.clone(), metrics.dns_lookups.clone()) {
+            let lookups = metrics.dns_lookups.clone();
+            match DnsVerifier::new(verification.dns.clone(), lookups, store.clone()) {
                 Ok(dns) => Some(dns),
                 Err(e) if configured => return Err(e),
                 // The catalog's domains are a default: without a resolver they wait.
@@ -157,8 +160,9 @@ pub struct Shared {
     pub access_log: Option<AccessLog>,
     /// Trusted proxies and verification, replaced whole on a configuration reload.
     pub global: ArcSwap<Global>,
-    /// Crawl-delay and robots.txt-fetch memory; survives every reload.
-    pub politeness: Politeness,
+    /// Crawl-delay slots, robots.txt fetches and reverse-DNS outcomes: this process's memory or
+    /// a store a fleet shares; survives every reload.
+    pub store: Arc<dyn StateStore>,
     /// How long fetches count and grace lasts (set at startup).
     pub politeness_settings: PolitenessSettings,
     /// Where origins' last good robots.txt answers are kept (set at startup; none when
@@ -181,6 +185,9 @@ pub enum StateError {
     /// The catalog's automaton cannot be built.
     #[error("catalog: {0}")]
     Classifier(crate::agent::ClassifierError),
+    /// The state store cannot be set up.
+    #[error(transparent)]
+    Store(#[from] store::redis::StoreError),
 }
 
 /// The state directory, when one is set (a folder that cannot be written is reported when an
@@ -226,17 +233,16 @@ impl Shared {
             }
             sites.push(Arc::new(site));
         }
-        let global = Global::new(settings, &catalog.catalog, &metrics)?;
-        let politeness = &settings.politeness;
-        let remember = politeness.robots_read_window.max(politeness.grace);
+        let store = store::open(settings, &metrics)?;
+        let global = Global::new(settings, &catalog.catalog, &metrics, &store)?;
         let shared = Shared {
             sites: ArcSwap::from_pointee(Sites::new(sites)),
             catalog: ArcSwap::from_pointee(catalog),
             metrics,
             access_log,
             global: ArcSwap::from_pointee(global),
-            politeness: Politeness::new(politeness.max_tracked, remember),
-            politeness_settings: *politeness,
+            store,
+            politeness_settings: settings.politeness,
             state_dir,
         };
         for site in &shared.sites.load().all {
@@ -287,25 +293,32 @@ impl Shared {
     pub fn refresh_gauges(&self) {
         let live = i64::try_from(super::site::live_snapshots()).unwrap_or(i64::MAX);
         self.metrics.snapshots.set(live);
-        let (delays, fetches) = self.politeness.entries();
+        let entries = self.store.entries();
         let tracked = &self.metrics.tracked;
-        tracked
-            .with_label_values(&["crawl_delay"])
-            .set(i64::try_from(delays).unwrap_or(i64::MAX));
-        tracked
-            .with_label_values(&["robots_fetch"])
-            .set(i64::try_from(fetches).unwrap_or(i64::MAX));
-        if let Some(dns) = self.global.load().verifier.dns() {
+        for (kind, count) in [
+            ("crawl_delay", entries.crawl_delay),
+            ("robots_fetch", entries.robots_fetch),
+            ("dns", entries.dns),
+        ] {
             tracked
-                .with_label_values(&["dns"])
-                .set(i64::try_from(dns.cached()).unwrap_or(i64::MAX));
+                .with_label_values(&[kind])
+                .set(i64::try_from(count).unwrap_or(i64::MAX));
         }
     }
 
-    /// `Ok` when every site enforces a robots.txt it actually has; else why not, per site.
-    pub fn health(&self) -> Result<(), Vec<String>> {
-        let problems: Vec<String> = self
-            .sites
+    /// How the process is: failing (a site enforces no robots.txt it actually has: `/healthz`
+    /// answers 503) or degraded (the shared state store does not answer: still 200, since every
+    /// request is answered from this instance's memory).
+    pub fn health(&self) -> Health {
+        Health {
+            failing: self.failing(),
+            degraded: self.store.health().err().into_iter().collect(),
+        }
+    }
+
+    /// Why sites enforce a stand-in, per site.
+    fn failing(&self) -> Vec<String> {
+        self.sites
             .load()
             .all
             .iter()
@@ -320,13 +333,17 @@ impl Shared {
                     )),
                 }
             })
-            .collect();
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(problems)
-        }
+            .collect()
     }
+}
+
+/// The health `/healthz` reports.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Health {
+    /// Why the process is not doing its job (answered 503).
+    pub failing: Vec<String>,
+    /// What works less well than configured (answered 200, `degraded`).
+    pub degraded: Vec<String>,
 }
 
 #[cfg(test)]

@@ -45,6 +45,20 @@ pub struct ConfigFile {
     pub verification: Option<VerificationFile>,
     /// Crawl-delay and robots.txt-reading memory.
     pub politeness: Option<PolitenessFile>,
+    /// Where crawler state is kept: absent, this process's memory; `{redis: URL}`, a store every
+    /// instance of a fleet shares.
+    pub state: Option<StateFile>,
+}
+
+/// `state:` as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateFile {
+    /// A Redis or Valkey server: `redis://host:6379/0`.
+    pub redis: String,
+    /// How long a crawler's request waits for the store before deciding from the instance's
+    /// own memory (default 5ms).
+    pub budget: Option<HumanDuration>,
 }
 
 /// A network in CIDR notation (`10.0.0.0/8`, `2001:db8::/32`) or a single address.

@@ -175,7 +175,25 @@ pub struct Settings {
     pub verification: VerificationSettings,
     /// Politeness memory.
     pub politeness: PolitenessSettings,
+    /// The shared state store (`None`: this process's memory).
+    pub state: Option<StateSettings>,
 }
+
+/// A shared state store, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateSettings {
+    /// The Redis or Valkey URL (checked).
+    pub redis: String,
+    /// How long a crawler's request waits for it.
+    pub budget: Duration,
+}
+
+/// A crawler's request waits this long for the shared store: a few round trips on a local
+/// network, far less than an origin's answer takes.
+pub const DEFAULT_STATE_BUDGET: Duration = Duration::from_millis(5);
+
+/// The longest budget: past it, a slow store would be slower than no store.
+pub const MAX_STATE_BUDGET: Duration = Duration::from_secs(5);
 
 /// How crawlers are verified, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -34,6 +34,17 @@ fn line_of(text: &str, needle: &str, nth: usize) -> Option<usize> {
         .map(|(index, _)| index + 1)
 }
 
+/// Finds the line of the first line containing `needle` at or after the top-level key `section`
+/// (`state:`), for keys whose names other sections use too (`budget:`).
+fn line_in_section(text: &str, section: &str, needle: &str) -> Option<usize> {
+    let start = text.lines().position(|l| l.starts_with(section))?;
+    text.lines()
+        .enumerate()
+        .skip(start)
+        .find(|(_, line)| line.contains(needle))
+        .map(|(index, _)| index + 1)
+}
+
 /// Finds the line of `needle` within the `site`-th item of the block-style `sites:` list (or the
 /// item's first line when the needle is not in it).
 fn site_line(text: &str, site: usize, needle: &str) -> Option<usize> {
@@ -171,6 +182,7 @@ impl Validator<'_> {
             grace: politeness.grace.map_or(defaults.grace, |d| d.0),
         };
         let trusted_proxies = self.trusted_proxies(&file.trusted_proxies)?;
+        let state = file.state.as_ref().map(|s| self.state(s)).transpose()?;
         // systemd's StateDirectory= sets STATE_DIRECTORY (colon-separated when it names several).
         let state_dir = match &file.state_dir {
             Some(dir) => Some(self.path(dir)),
@@ -191,6 +203,7 @@ impl Validator<'_> {
             state_dir,
             verification,
             politeness,
+            state,
             listen: file.listen.iter().map(|a| a.0).collect(),
             tls_listen,
             h2c: file.h2c,
@@ -284,6 +297,31 @@ impl Validator<'_> {
             file.networks.iter().map(|n| n.0).collect(),
             header,
         ))
+    }
+
+    fn state(&self, file: &StateFile) -> Result<StateSettings, ConfigError> {
+        let at = |needle: &str, message: String| ConfigError {
+            origin: self.origin.to_owned(),
+            line: line_in_section(self.text, "state:", needle),
+            message,
+        };
+        crate::proxy::store::redis::check_url(&file.redis)
+            .map_err(|why| at("redis", format!("state.redis: {why}")))?;
+        let budget = file.budget.map_or(DEFAULT_STATE_BUDGET, |d| d.0);
+        if budget.is_zero() || budget > MAX_STATE_BUDGET {
+            return Err(at(
+                "budget",
+                format!(
+                    "state.budget: {} is not between 1ms and {}s",
+                    humantime::format_duration(budget),
+                    MAX_STATE_BUDGET.as_secs()
+                ),
+            ));
+        }
+        Ok(StateSettings {
+            redis: file.redis.clone(),
+            budget,
+        })
     }
 
     fn verification(&self, file: VerificationFile) -> Result<VerificationSettings, ConfigError> {
@@ -853,6 +891,39 @@ mod tests {
         let error = parse(&text).unwrap_err();
         assert_eq!(error.line, Some(7), "{error}");
         assert!(error.message.contains("not a folder"), "{error}");
+    }
+
+    #[test]
+    fn the_state_store_is_optional_and_checked_where_it_is_written() {
+        assert_eq!(parse(MINIMAL).unwrap().state, None);
+        let text = format!("{MINIMAL}state:\n  redis: \"redis://10.0.0.5:6379/0\"\n");
+        let state = parse(&text).unwrap().state.unwrap();
+        assert_eq!(state.redis, "redis://10.0.0.5:6379/0");
+        assert_eq!(state.budget, DEFAULT_STATE_BUDGET);
+        let budget = format!("{text}  budget: 20ms\n");
+        assert_eq!(
+            parse(&budget).unwrap().state.unwrap().budget,
+            Duration::from_millis(20)
+        );
+        // The DNS budget above is not the store's: the error names the store's own line.
+        let slow = format!(
+            "{MINIMAL}verification:\n  dns: {{budget: 20ms}}\nstate:\n  redis: \"redis://10.0.0.5\"\n  budget: 10s\n"
+        );
+        let error = parse(&slow).unwrap_err();
+        assert_eq!(error.line, Some(11), "{error}");
+        assert!(error.message.contains("state.budget"), "{error}");
+        let zero = format!("{text}  budget: 0s\n");
+        assert_eq!(parse(&zero).unwrap_err().line, Some(9));
+        let tls = format!("{MINIMAL}state: {{redis: \"rediss://:secret@cache:6380\"}}\n");
+        let error = parse(&tls).unwrap_err();
+        assert_eq!(error.line, Some(7), "{error}");
+        assert!(!error.message.contains("secret"), "{error}");
+        let url = format!("{MINIMAL}state: {{redis: \"http://cache\"}}\n");
+        assert!(parse(&url).unwrap_err().message.contains("redis://"));
+        let unknown = format!("{text}  password: x\n");
+        let error = parse(&unknown).unwrap_err();
+        assert_eq!(error.line, Some(9), "{error}");
+        assert!(error.message.contains("password"), "{error}");
     }
 
     #[test]

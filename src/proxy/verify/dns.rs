@@ -3,20 +3,21 @@
 //!
 //! Lookups never hold a request longer than the budget (50 ms by default): a lookup runs in its
 //! own task, concurrent requests for the same address and crawler wait on the same lookup, and
-//! its outcome is cached (verified for longer than spoofed, a failed lookup briefly) in a bounded
-//! cache. A request whose budget runs out is `unverifiable`; the lookup goes on and the next
-//! request gets its answer from the cache.
+//! its outcome is kept in the state store (verified for longer than spoofed, a failed lookup
+//! briefly): this instance's bounded memory, and with a shared store every instance's, so that
+//! a fleet resolves each address once. A lookup asks the shared store before DNS. A request
+//! whose budget runs out is `unverifiable`; the lookup goes on and the next request gets its
+//! answer from the store.
 
+use crate::proxy::store::{DnsKey, StateStore};
 use hickory_resolver::config::{ConnectionConfig, NameServerConfig, ResolverConfig};
 use hickory_resolver::net::runtime::TokioRuntimeProvider;
 use hickory_resolver::proto::rr::{Name, RData, RecordType};
 use hickory_resolver::TokioResolver;
-use moka::sync::Cache;
-use moka::Expiry;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::watch;
 
 /// What DNS said about an address that claims to be a crawler.
@@ -43,7 +44,7 @@ pub struct DnsSettings {
     pub negative_ttl: Duration,
     /// How long a failed lookup is remembered before it is tried again.
     pub error_ttl: Duration,
-    /// How many (address, crawler) answers are cached.
+    /// How many (address, crawler) answers this instance remembers (read at start).
     pub cache_size: u64,
     /// A name server to ask instead of the system's (`/etc/resolv.conf`).
     pub server: Option<SocketAddr>,
@@ -63,21 +64,16 @@ impl Default for DnsSettings {
     }
 }
 
-type Key = (IpAddr, Arc<str>);
+type Key = DnsKey;
 
-struct ByOutcome {
-    positive: Duration,
-    negative: Duration,
-    error: Duration,
-}
-
-impl Expiry<Key, DnsOutcome> for ByOutcome {
-    fn expire_after_create(&self, _: &Key, outcome: &DnsOutcome, _: Instant) -> Option<Duration> {
-        Some(match outcome {
-            DnsOutcome::Verified(_) => self.positive,
-            DnsOutcome::Spoofed(_) => self.negative,
-            DnsOutcome::Unverifiable(_) => self.error,
-        })
+impl DnsSettings {
+    /// How long an outcome is kept: verified for longer than spoofed, a failure briefly.
+    pub fn ttl(&self, outcome: &DnsOutcome) -> Duration {
+        match outcome {
+            DnsOutcome::Verified(_) => self.positive_ttl,
+            DnsOutcome::Spoofed(_) => self.negative_ttl,
+            DnsOutcome::Unverifiable(_) => self.error_ttl,
+        }
     }
 }
 
@@ -86,13 +82,13 @@ impl Expiry<Key, DnsOutcome> for ByOutcome {
 #[error("cannot set up the DNS resolver: {0}")]
 pub struct DnsError(String);
 
-/// Verifies crawlers by forward-confirmed reverse DNS, with a budget, a cache and one lookup per
-/// address at a time.
+/// Verifies crawlers by forward-confirmed reverse DNS, with a budget, the state store's memory
+/// of outcomes and one lookup per address at a time.
 pub struct DnsVerifier {
     resolver: TokioResolver,
     /// `crawlgate_dns_lookups_total{result}`.
     lookups: prometheus::IntCounterVec,
-    cache: Cache<Key, DnsOutcome>,
+    store: Arc<dyn StateStore>,
     in_flight: Arc<Mutex<HashMap<Key, watch::Receiver<Option<DnsOutcome>>>>>,
     settings: DnsSettings,
 }
@@ -119,11 +115,12 @@ fn is_under(name: &str, domain: &str) -> bool {
 }
 
 impl DnsVerifier {
-    /// A verifier asking the configured server, or the system's resolvers; it counts its
-    /// lookups in `lookups` (by result).
+    /// A verifier asking the configured server, or the system's resolvers, that keeps outcomes
+    /// in `store`; it counts its lookups in `lookups` (by result).
     pub fn new(
         settings: DnsSettings,
         lookups: prometheus::IntCounterVec,
+        store: Arc<dyn StateStore>,
     ) -> Result<DnsVerifier, DnsError> {
         let provider = TokioRuntimeProvider::default();
         let mut builder = match settings.server {
@@ -144,27 +141,13 @@ impl DnsVerifier {
         // We cache outcomes ourselves; the resolver's cache would only hold the pieces.
         options.cache_size = 0;
         let resolver = builder.build().map_err(|e| DnsError(e.to_string()))?;
-        let cache = Cache::builder()
-            .max_capacity(settings.cache_size)
-            .expire_after(ByOutcome {
-                positive: settings.positive_ttl,
-                negative: settings.negative_ttl,
-                error: settings.error_ttl,
-            })
-            .build();
         Ok(DnsVerifier {
             resolver,
             lookups,
-            cache,
+            store,
             in_flight: Arc::default(),
             settings,
         })
-    }
-
-    /// How many answers are cached.
-    pub fn cached(&self) -> u64 {
-        self.cache.run_pending_tasks();
-        self.cache.entry_count()
     }
 
     /// Verifies that `addr` belongs to `crawler`, whose reverse DNS names end in `domains`.
@@ -176,7 +159,7 @@ impl DnsVerifier {
         domains: &Arc<[String]>,
     ) -> (DnsOutcome, bool) {
         let key = (addr, crawler.clone());
-        if let Some(outcome) = self.cache.get(&key) {
+        if let Some(outcome) = self.store.recall_dns(&key) {
             self.lookups.with_label_values(&["cached"]).inc();
             return (outcome, true);
         }
@@ -226,12 +209,22 @@ impl DnsVerifier {
         sender: watch::Sender<Option<DnsOutcome>>,
     ) {
         let resolver = self.resolver.clone();
-        let cache = self.cache.clone();
+        let store = self.store.clone();
         let in_flight = self.in_flight.clone();
         let lookups = self.lookups.clone();
+        let settings = self.settings.clone();
         let timeout = self.settings.lookup_timeout;
         tokio::spawn(async move {
             let addr = key.0;
+            // Another instance may have looked it up already.
+            if let Some(outcome) = store.lookup_dns(&key).await {
+                lookups.with_label_values(&["shared"]).inc();
+                if let Ok(mut in_flight) = in_flight.lock() {
+                    in_flight.remove(&key);
+                }
+                let _ = sender.send(Some(outcome));
+                return;
+            }
             let outcome =
                 tokio::time::timeout(timeout, forward_confirmed(&resolver, addr, &domains)).await;
             let result = match &outcome {
@@ -247,11 +240,15 @@ impl DnsVerifier {
                     timeout.as_millis()
                 ))
             });
-            cache.insert(key.clone(), outcome.clone());
+            // Waiters get the answer first; the entry stays in flight until the store has it, so
+            // that nobody starts the same lookup meanwhile.
+            let _ = sender.send(Some(outcome.clone()));
+            store
+                .remember_dns(&key, &outcome, settings.ttl(&outcome))
+                .await;
             if let Ok(mut in_flight) = in_flight.lock() {
                 in_flight.remove(&key);
             }
-            let _ = sender.send(Some(outcome));
         });
     }
 }
