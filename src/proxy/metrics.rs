@@ -31,6 +31,9 @@ pub const METRIC_NAMES: &[&str] = &[
     "crawlgate_tracked_entries",
     "crawlgate_bad_requests_total",
     "crawlgate_robots_snapshots",
+    "crawlgate_signatures_total",
+    "crawlgate_signature_directory_fetches_total",
+    "crawlgate_signature_keys",
 ];
 
 /// The metrics of one crawlgate process, in their own registry.
@@ -77,6 +80,14 @@ pub struct Metrics {
     pub bad_requests: IntCounterVec,
     /// `crawlgate_robots_snapshots`: compiled robots.txt snapshots alive.
     pub snapshots: prometheus::IntGauge,
+    /// `crawlgate_signatures_total{site, bot, result}`: crawler requests by Web Bot Auth
+    /// signature (verified, invalid, replayed, unverifiable, unsigned).
+    pub signatures: IntCounterVec,
+    /// `crawlgate_signature_directory_fetches_total{directory, result}`: key directory fetches
+    /// (ok, error, refused).
+    pub signature_directory_fetches: IntCounterVec,
+    /// `crawlgate_signature_keys{directory}`: keys held per key directory.
+    pub signature_keys: IntGaugeVec,
 }
 
 /// A metric that could not be registered: a programming error, reported at startup.
@@ -174,6 +185,24 @@ impl Metrics {
                 "crawlgate_tracked_entries",
                 "Crawlers and clients remembered, by kind (crawl_delay, robots_fetch, dns); each is bounded.",
                 &["kind"],
+            )?,
+            signatures: counter(
+                r,
+                "crawlgate_signatures_total",
+                "Crawler requests by Web Bot Auth signature: verified, invalid, replayed, unverifiable (no keys), unsigned.",
+                &["site", "bot", "result"],
+            )?,
+            signature_directory_fetches: counter(
+                r,
+                "crawlgate_signature_directory_fetches_total",
+                "Key directory fetches by directory and result (ok, error, refused).",
+                &["directory", "result"],
+            )?,
+            signature_keys: gauge(
+                r,
+                "crawlgate_signature_keys",
+                "Ed25519 keys held per key directory.",
+                &["directory"],
             )?,
             ranges_reloads: counter(
                 r,

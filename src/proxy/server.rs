@@ -201,6 +201,14 @@ pub fn run(
         "crawlgate reload",
         Reloader::new(shared.clone(), config, settings.clone()),
     ));
+    server.add_service(background_service(
+        "crawlgate signature directories",
+        super::verify::signature::fetch::Fetcher::new(
+            shared.signatures.clone(),
+            shared.metrics.signature_directory_fetches.clone(),
+            shared.metrics.signature_keys.clone(),
+        ),
+    ));
     if let Some(writer) = writer {
         server.add_service(background_service("crawlgate access log", writer));
     }

@@ -10,6 +10,8 @@ use super::site::{CatalogIndex, Site, SiteError, Sites, Snapshot, SourceState};
 use super::state_dir::{self, StateDir};
 use super::verify::dns::{DnsError, DnsVerifier};
 use super::verify::ranges::RangeSet;
+use super::verify::signature::directory::Trust;
+use super::verify::signature::Signatures;
 use super::verify::{RangesEntry, Verifier};
 use crate::catalog::{Catalog, CatalogError};
 use crate::policy::Action;
@@ -164,6 +166,9 @@ pub struct Shared {
     /// Where origins' last good robots.txt answers are kept (set at startup; none when
     /// `state_dir` is not set or cannot be used).
     pub state_dir: Option<StateDir>,
+    /// Web Bot Auth: the directories believed (replaced on a reload), their keys and the
+    /// nonces seen (kept across reloads).
+    pub signatures: Arc<Signatures>,
 }
 
 /// Startup failed.
@@ -227,6 +232,8 @@ impl Shared {
             sites.push(Arc::new(site));
         }
         let global = Global::new(settings, &catalog.catalog, &metrics)?;
+        let trust = Trust::new(&settings.verification.signatures, &catalog.catalog);
+        let signatures = Arc::new(Signatures::new(trust, settings.state_dir.clone()));
         let politeness = &settings.politeness;
         let remember = politeness.robots_read_window.max(politeness.grace);
         let shared = Shared {
@@ -238,6 +245,7 @@ impl Shared {
             politeness: Politeness::new(politeness.max_tracked, remember),
             politeness_settings: *politeness,
             state_dir,
+            signatures,
         };
         for site in &shared.sites.load().all {
             shared.publish(&site.settings.name, &site.snapshot.load());

@@ -272,6 +272,7 @@ impl Validator<'_> {
                 ));
             }
         }
+        let signatures = self.signatures(file.signatures)?;
         Ok(VerificationSettings {
             ranges: file
                 .ranges
@@ -294,6 +295,49 @@ impl Validator<'_> {
                 .collect(),
             on_spoofed: file.on_spoofed.unwrap_or(Action::Block),
             dns,
+            signatures,
+        })
+    }
+
+    fn signatures(
+        &self,
+        file: SignaturesFile,
+    ) -> Result<crate::proxy::verify::signature::SignatureSettings, ConfigError> {
+        use crate::proxy::verify::signature::{directory, DirectorySettings, SignatureSettings};
+        let defaults = SignatureSettings::default();
+        let mut directories = Vec::new();
+        for (i, entry) in file.directories.into_iter().enumerate() {
+            let url = directory::normalise(&entry.url).map_err(|e| {
+                self.error(
+                    Some((&entry.url, 0)),
+                    format!("verification.signatures.directories[{i}].url: {e}"),
+                )
+            })?;
+            directories.push(DirectorySettings {
+                url,
+                bot: entry.bot.map(|t| t.0),
+                jwks: entry.jwks.map(|p| self.path(&p)),
+            });
+        }
+        let refresh = file.refresh.map_or(defaults.refresh, |d| d.0);
+        if refresh < MIN_REFRESH {
+            return Err(self.error(
+                Some(("refresh:", 0)),
+                "verification.signatures.refresh: at least 1s".into(),
+            ));
+        }
+        Ok(SignatureSettings {
+            catalog: file.catalog.unwrap_or(defaults.catalog),
+            directories,
+            fetch_unlisted: file.fetch_unlisted.unwrap_or(defaults.fetch_unlisted),
+            allow_private: file.allow_private.unwrap_or(defaults.allow_private),
+            ca_file: file.ca_file.map(|p| self.path(&p)),
+            refresh,
+            timeout: file.timeout.map_or(defaults.timeout, |d| d.0),
+            max_bytes: file.max_bytes.map_or(defaults.max_bytes, |n| n.get()),
+            max_keys: file.max_keys.map_or(defaults.max_keys, |n| n.get()),
+            skew: file.clock_skew.map_or(defaults.skew, |d| d.0),
+            nonces: file.nonces.map_or(defaults.nonces, |n| n.0),
         })
     }
 

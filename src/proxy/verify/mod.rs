@@ -12,6 +12,7 @@
 
 pub mod dns;
 pub mod ranges;
+pub mod signature;
 
 use arc_swap::ArcSwapOption;
 use dns::{DnsOutcome, DnsVerifier};
