@@ -129,6 +129,7 @@ pub fn run_explain(args: &ExplainArgs, mut out: impl Write) -> Result<ExitStatus
         user_agent: args.ua.as_bytes(),
         peer: Some(args.ip),
         forwarding: Forwarding::Lines(&lines),
+        signature: None,
     };
     let mode = Mode {
         record: false,
