@@ -493,3 +493,66 @@ fn a_loopback_directory_is_refused_unless_allowed() {
         .headers
         .contains_key("x-crawlgate-bot"));
 }
+
+#[test]
+fn explain_checks_a_signature_with_the_keys_of_a_jwks_file() {
+    let signer = Signer::new(13);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("signer.json"), signer.jwks()).unwrap();
+    let config = dir.path().join("crawlgate.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"listen: ["127.0.0.1:1"]
+verification:
+  signatures:
+    directories:
+      - url: "https://agent.example"
+        bot: ChatGPT-User
+        jwks: signer.json
+sites:
+  - name: site
+    upstream: "127.0.0.1:9"
+    robots: {{inline: "{ROBOTS}"}}
+"#
+        ),
+    )
+    .unwrap();
+    let headers = Signing::new(&signer, "site.example", "https://agent.example").headers();
+    let mut args = vec![
+        "--ua".to_owned(),
+        FIREFOX.to_owned(),
+        "--ip".to_owned(),
+        "192.0.2.1".to_owned(),
+        "--no-dns".to_owned(),
+        "https://site.example/agent-no/x".to_owned(),
+    ];
+    for (name, value) in &headers {
+        args.push("--header".into());
+        args.push(format!("{name}: {value}"));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out) = explain(&config, &args);
+    assert!(
+        out.contains("verification:  verified by signature"),
+        "{code}: {out}"
+    );
+    assert!(out.contains("ChatGPT-User"), "{out}");
+    // Tampered (signed for another host), it is a false claim to be ChatGPT-User.
+    let tampered = Signing::new(&signer, "other.example", "https://agent.example").headers();
+    let mut args = vec![
+        "--ua".to_owned(),
+        FIREFOX.to_owned(),
+        "--ip".to_owned(),
+        "192.0.2.1".to_owned(),
+        "--no-dns".to_owned(),
+        "https://site.example/agent-no/x".to_owned(),
+    ];
+    for (name, value) in &tampered {
+        args.push("--header".into());
+        args.push(format!("{name}: {value}"));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (_, out) = explain(&config, &args);
+    assert!(out.contains("verification:  spoofed by signature"), "{out}");
+}

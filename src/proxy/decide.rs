@@ -9,7 +9,7 @@ use super::politeness::{Pace, Subject};
 use super::site::{Site, Snapshot};
 use super::state::Shared;
 use super::ua_memo::Class;
-use super::verify::signature::check::RequestView;
+use super::verify::signature::check::{is_signed, RequestView};
 use super::verify::signature::SignatureVerdict;
 use super::verify::{Verification, Verified};
 use crate::agent::Identity;
@@ -159,15 +159,18 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     let snapshot = site.snapshot.load_full();
     let mut identity = snapshot.classify(facts.user_agent);
     let mut crawler = snapshot.crawler(&identity);
-    let claimed = match identity {
-        Identity::Crawler { .. } => crawler.map(|c| c.token_lower.clone()),
-        _ => None,
-    };
+    // Unsigned traffic pays one header lookup.
     let signature = match &facts.signature {
-        Some(view) => shared
-            .signatures
-            .check(view, claimed.as_deref(), SystemTime::now()),
-        None => SignatureVerdict::Unsigned,
+        Some(view) if is_signed(view.headers) => {
+            let claimed = match identity {
+                Identity::Crawler { .. } => crawler.map(|c| c.token_lower.clone()),
+                _ => None,
+            };
+            shared
+                .signatures
+                .check(view, claimed.as_deref(), SystemTime::now())
+        }
+        _ => SignatureVerdict::Unsigned,
     };
     // A verified signer is the crawler its directory speaks for, whatever its User-Agent says;
     // an invalid or replayed signature for a crawler's directory is a false claim to be it.
@@ -206,7 +209,7 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     };
     let signer = directory
         .and_then(|d| d.bot.as_deref())
-        .and_then(|bot| snapshot.crawlers.position(bot))
+        .and_then(|bot| row_of(&snapshot, bot))
         .and_then(|index| Some((index, snapshot.crawlers.agent(index)?)));
     let replayed = matches!(signature, SignatureVerdict::Replayed { .. });
     let signed = match signer {
@@ -386,6 +389,17 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
         }
     }
     Some(decision)
+}
+
+/// The row of the crawler `token` in a snapshot's table: the classifier's answer for the bare
+/// token when it is that crawler (one automaton pass), else a scan of the table.
+fn row_of(snapshot: &Snapshot, token: &str) -> Option<usize> {
+    match snapshot.classify(token.as_bytes()) {
+        Identity::Crawler { index, agent } if agent.token.eq_ignore_ascii_case(token) => {
+            Some(index)
+        }
+        _ => snapshot.crawlers.position(token),
+    }
 }
 
 fn ceil_seconds(wait: Duration) -> u64 {

@@ -694,6 +694,40 @@ mod tests {
     }
 
     #[test]
+    fn signature_keys_are_validated_with_their_lines() {
+        let text = format!(
+            "{MINIMAL}verification:\n  signatures:\n    allow_private: true\n    ca_file: ca.pem\n    refresh: 10m\n    max_keys: 4\n    clock_skew: 5s\n    directories:\n      - url: \"HTTPS://Agent.Example/\"\n        bot: ExampleAgent\n      - url: \"https://chatgpt.com\"\n        jwks: keys/chatgpt.json\n"
+        );
+        let settings = parse(&text).unwrap();
+        let s = &settings.verification.signatures;
+        assert!(s.allow_private && s.catalog && !s.fetch_unlisted);
+        assert_eq!(s.ca_file, Some(PathBuf::from("/etc/crawlgate/ca.pem")));
+        assert_eq!(
+            (s.refresh, s.skew, s.max_keys),
+            (Duration::from_secs(600), Duration::from_secs(5), 4)
+        );
+        assert_eq!(s.directories[0].url, "https://agent.example");
+        assert_eq!(s.directories[0].bot.as_deref(), Some("ExampleAgent"));
+        assert_eq!(
+            s.directories[1].jwks,
+            Some(PathBuf::from("/etc/crawlgate/keys/chatgpt.json"))
+        );
+        let error =
+            parse(&text.replace("\"https://chatgpt.com\"", "\"http://chatgpt.com\"")).unwrap_err();
+        assert!(error.message.contains("only https"), "{error}");
+        assert_eq!(error.line, Some(17));
+        let error = parse(&text.replace("max_keys: 4", "max_keys: 0")).unwrap_err();
+        assert_eq!(error.line, Some(12), "{error}");
+        let error = parse(&text.replace("clock_skew", "skew")).unwrap_err();
+        assert!(error.message.contains("unknown field"), "{error}");
+        assert_eq!(error.line, Some(13));
+        assert_eq!(
+            parse(MINIMAL).unwrap().verification.signatures,
+            Default::default()
+        );
+    }
+
+    #[test]
     fn verification_and_politeness() {
         let text = format!(
             "{MINIMAL}    crawl_delay: enforce\ntrusted_proxies: [10.0.0.0/8, \"192.0.2.1\"]\nverification:\n  ranges:\n    Googlebot: ranges/googlebot.json\n    Bingbot: {{file: /r/bing.json, url: \"https://www.bing.com/toolbox/bingbot.json\"}}\n  reverse_dns: {{Googlebot: [googlebot.com, google.com]}}\n  on_spoofed: tag\n  dns: {{budget: 20ms, server: \"127.0.0.1:5353\"}}\npoliteness: {{grace: 1h}}\n"
