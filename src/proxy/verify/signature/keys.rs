@@ -90,6 +90,9 @@ impl KeySet {
     }
 }
 
+/// The most directories waiting for a fetch at once.
+pub const MAX_WANTED: usize = 1000;
+
 /// A directory's keys as the state directory keeps them.
 #[derive(Serialize, Deserialize)]
 struct Kept {
@@ -166,9 +169,13 @@ impl KeyStore {
         }
     }
 
-    /// Asks the fetcher for a directory's keys (a request named it and none are held).
+    /// Asks the fetcher for a directory's keys (a request named it and none are held). At
+    /// most [`MAX_WANTED`] wait at once: requests naming more are not heard until some are
+    /// fetched, so that no stream of made-up directory URLs can grow the queue.
     pub fn want(&self, directory: &Directory) {
-        if self.lock_wanted().insert(directory.url.clone()) {
+        let mut wanted = self.lock_wanted();
+        if wanted.len() < MAX_WANTED && wanted.insert(directory.url.clone()) {
+            drop(wanted);
             self.wake.notify_one();
         }
     }

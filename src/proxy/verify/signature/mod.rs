@@ -236,3 +236,93 @@ impl Signatures {
         SignatureVerdict::Verified { directory, keyid }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::{HeaderMap, HeaderValue};
+    use std::time::UNIX_EPOCH;
+
+    /// The draft's test vector (no `Signature-Agent`): RFC 8037's key signs `@authority`
+    /// example.com, with a nonce.
+    fn draft_request() -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert("signature", HeaderValue::from_static("sig1=:uz2SAv+VIemw+Oo890bhYh6Xf5qZdLUgv6/PbiQfCFXcX/vt1A8Pf7OcgL2yUDUYXFtffNpkEr5W6dldqFrkDg==:"));
+        headers.insert("signature-input", HeaderValue::from_static(r#"sig1=("@authority");created=1735689600;keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";alg="ed25519";expires=1735693200;nonce="gubxywVx7hzbYKatLgzuKDllDAIXAkz41PydU7aOY7vT+Mb3GJNxW0qD4zJ+IOQ1NVtg+BNbTCRUMt1Ojr5BgA==";tag="web-bot-auth""#));
+        headers
+    }
+
+    fn signatures() -> Signatures {
+        let settings = SignatureSettings {
+            directories: vec![DirectorySettings {
+                url: "https://signer.example".into(),
+                bot: Some("ExampleBot".into()),
+                jwks: None,
+            }],
+            ..SignatureSettings::default()
+        };
+        let trust = Trust::new(&settings, &crate::catalog::Catalog { bots: Vec::new() });
+        Signatures::new(trust, None)
+    }
+
+    #[test]
+    fn a_request_naming_no_directory_is_checked_against_its_claimed_crawlers() {
+        let signatures = signatures();
+        let headers = draft_request();
+        let view = RequestView {
+            headers: &headers,
+            method: "GET",
+            authority: "example.com",
+            path_and_query: "/",
+            scheme: "https",
+        };
+        let during = UNIX_EPOCH + Duration::from_secs(1735690000);
+        // Claiming no crawler with a directory: nothing to check it against.
+        assert!(matches!(
+            signatures.check(&view, Some("otherbot"), during),
+            SignatureVerdict::Unverifiable { .. }
+        ));
+        // The claimed crawler's directory, before its keys are held: asked for, unverifiable.
+        assert!(matches!(
+            signatures.check(&view, Some("examplebot"), during),
+            SignatureVerdict::Unverifiable { .. }
+        ));
+        assert_eq!(signatures.keys.wanted().len(), 1);
+        let jwks = br#"{"keys":[{"kty":"OKP","crv":"Ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}]}"#;
+        signatures.keys.put(
+            &Arc::from("https://signer.example"),
+            keys::KeySet::from_jwks(jwks, 8).unwrap(),
+            false,
+        );
+        assert!(signatures.keys.wanted().is_empty());
+        match signatures.check(&view, Some("examplebot"), during) {
+            SignatureVerdict::Verified { directory, keyid } => {
+                assert_eq!(directory.bot.as_deref(), Some("ExampleBot"));
+                assert_eq!(keyid, "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Its nonce again: a replay.
+        assert!(matches!(
+            signatures.check(&view, Some("examplebot"), during),
+            SignatureVerdict::Replayed { .. }
+        ));
+        // After it expired: invalid, and a false claim to be ExampleBot.
+        let after = UNIX_EPOCH + Duration::from_secs(1735693200 + 3600);
+        match signatures.check(&view, Some("examplebot"), after) {
+            SignatureVerdict::Invalid { directory, why } => {
+                assert!(directory.is_some() && why.contains("expired"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let unsigned = HeaderMap::new();
+        let view = RequestView {
+            headers: &unsigned,
+            ..view
+        };
+        assert_eq!(
+            signatures.check(&view, None, during),
+            SignatureVerdict::Unsigned
+        );
+    }
+}
