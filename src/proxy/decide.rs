@@ -159,7 +159,6 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     let snapshot = site.snapshot.load_full();
     let mut identity = snapshot.classify(facts.user_agent);
     let mut crawler = snapshot.crawler(&identity);
-    // Unsigned traffic pays one header lookup.
     let signature = match &facts.signature {
         Some(view) if is_signed(view.headers) => {
             let claimed = match identity {

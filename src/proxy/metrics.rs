@@ -80,8 +80,9 @@ pub struct Metrics {
     pub bad_requests: IntCounterVec,
     /// `crawlgate_robots_snapshots`: compiled robots.txt snapshots alive.
     pub snapshots: prometheus::IntGauge,
-    /// `crawlgate_signatures_total{site, bot, result}`: crawler requests by Web Bot Auth
-    /// signature (verified, invalid, replayed, unverifiable, unsigned).
+    /// `crawlgate_signatures_total{site, bot, result}`: signed crawler requests by Web Bot Auth
+    /// result (verified, invalid, replayed, unverifiable); unsigned ones are the rest of
+    /// `crawlgate_requests_total`.
     pub signatures: IntCounterVec,
     /// `crawlgate_signature_directory_fetches_total{directory, result}`: key directory fetches
     /// (ok, error, refused).
@@ -189,7 +190,7 @@ impl Metrics {
             signatures: counter(
                 r,
                 "crawlgate_signatures_total",
-                "Crawler requests by Web Bot Auth signature: verified, invalid, replayed, unverifiable (no keys), unsigned.",
+                "Signed crawler requests by Web Bot Auth result: verified, invalid, replayed, unverifiable (no keys); unsigned ones are the rest of crawlgate_requests_total.",
                 &["site", "bot", "result"],
             )?,
             signature_directory_fetches: counter(

@@ -9,7 +9,7 @@ use super::config::DEFAULT_TAG_PREFIX;
 use super::decide::{self, Decision, Mode, RequestFacts};
 use super::site::{Snapshot, SourceState};
 use super::state::Shared;
-use super::verify::signature::check::RequestView;
+use super::verify::signature::check::{is_signed, RequestView};
 use super::verify::Verified;
 use crate::policy::{Outcome, VerdictLabel};
 use async_trait::async_trait;
@@ -288,7 +288,8 @@ impl ProxyHttp for CrawlGate {
                 .map_or(&b""[..], |v| v.as_bytes()),
             peer,
             forwarding: Forwarding::Headers(&request.headers),
-            signature: Some(RequestView {
+            // Unsigned requests (nearly all) pay this one lookup and nothing else.
+            signature: is_signed(&request.headers).then(|| RequestView {
                 headers: &request.headers,
                 method: request.method.as_str(),
                 authority: host.and_then(|h| std::str::from_utf8(h).ok()).unwrap_or(""),
@@ -444,7 +445,8 @@ impl ProxyHttp for CrawlGate {
         } else {
             metrics.requests.with_label_values(&labels).inc();
         }
-        if decision.crawler {
+        // Unsigned requests are the rest of crawlgate_requests_total: not counted twice.
+        if decision.crawler && decision.signature != "unsigned" {
             metrics
                 .signatures
                 .with_label_values(&[site, &decision.bot, decision.signature])

@@ -31,9 +31,12 @@ pub struct RequestView<'a> {
     pub scheme: &'a str,
 }
 
+/// `Signature-Input`, named once: a lookup by a `&str` would parse the name on every request.
+static SIGNATURE_INPUT: http::HeaderName = http::HeaderName::from_static("signature-input");
+
 /// Whether a request carries any HTTP message signature: the cheap test every request pays.
 pub fn is_signed(headers: &HeaderMap) -> bool {
-    headers.contains_key("signature-input")
+    headers.contains_key(&SIGNATURE_INPUT)
 }
 
 /// `@authority` as RFC 9421 §2.2.3 derives it: lower-cased, without the scheme's default port.

@@ -118,7 +118,7 @@ pub enum SignatureVerdict {
 }
 
 impl SignatureVerdict {
-    /// The `result` label of `crawlgate_signatures_total`.
+    /// The `result` label of `crawlgate_signatures_total` (`unsigned` is not counted there).
     pub fn label(&self) -> &'static str {
         match self {
             SignatureVerdict::Unsigned => "unsigned",
