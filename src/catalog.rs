@@ -30,6 +30,10 @@ pub struct Verification {
     /// Domain suffixes its reverse DNS names end in (forward-confirmed).
     #[serde(default)]
     pub reverse_dns: Vec<String>,
+    /// The key directory its signed requests name in `Signature-Agent` (Web Bot Auth), such as
+    /// `https://chatgpt.com`: a request whose signature verifies with one of its keys is this
+    /// crawler.
+    pub signature_agent: Option<String>,
 }
 
 /// Where a catalog token counts in a header, as written in the catalog.

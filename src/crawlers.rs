@@ -422,6 +422,15 @@ impl Crawlers {
         (0..self.len()).filter_map(|index| self.get(index))
     }
 
+    /// The row of the crawler whose product token is `token` (compared case-insensitively):
+    /// how a verified signer, whatever its User-Agent says, is found in the table.
+    pub fn position(&self, token: &str) -> Option<usize> {
+        (0..self.len()).find(|&index| {
+            self.get(index)
+                .is_some_and(|c| c.token.eq_ignore_ascii_case(token))
+        })
+    }
+
     /// The crawler with a token or a name, compared case-insensitively.
     pub fn find(&self, token_or_name: &str) -> Option<Crawler<'_>> {
         self.iter()

@@ -130,6 +130,7 @@ proptest! {
                 user_agent: ua,
                 peer: Some(*peer),
                 forwarding: Forwarding::Lines(&lines),
+                signature: None,
             };
             let proxy = Mode { record: true, use_dns: false };
             let explain = Mode { record: false, use_dns: false };

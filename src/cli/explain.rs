@@ -12,6 +12,7 @@ use crate::proxy::service::block_message;
 use crate::proxy::site::Snapshot;
 use crate::proxy::source::{after_fetch, AfterFetch, Fetched, OriginClient};
 use crate::proxy::state::Shared;
+use crate::proxy::verify::signature::check::RequestView;
 use crate::robots::path::path_and_query;
 use crate::robots::{GroupKind, Preference};
 use serde_json::json;
@@ -108,6 +109,20 @@ fn header_lines(args: &ExplainArgs) -> Result<Vec<(&str, &[u8])>, CliError> {
     Ok(lines)
 }
 
+/// The header lines as a header map (lines that are not valid headers are left out).
+fn header_map(lines: &[(&str, &[u8])]) -> http::HeaderMap {
+    let mut map = http::HeaderMap::new();
+    for (name, value) in lines {
+        if let (Ok(name), Ok(value)) = (
+            http::HeaderName::from_bytes(name.as_bytes()),
+            http::HeaderValue::from_bytes(value),
+        ) {
+            map.append(name, value);
+        }
+    }
+    map
+}
+
 /// Runs `explain` and writes the explanation on `out`.
 pub fn run_explain(args: &ExplainArgs, mut out: impl Write) -> Result<ExitStatus, CliError> {
     let settings =
@@ -123,12 +138,27 @@ pub fn run_explain(args: &ExplainArgs, mut out: impl Write) -> Result<ExitStatus
         .clone()
         .or_else(|| host_of_url(&args.url).map(str::to_owned));
     let lines = header_lines(args)?;
+    // A signed request's headers (`--header 'Signature-Input: ...'`) are checked with the keys
+    // the state directory and the configured JWKS files hold; explain fetches none.
+    let headers = header_map(&lines);
+    let authority = host.clone().unwrap_or_default();
     let facts = RequestFacts {
         host: host.as_deref().map(str::as_bytes),
         path: &path,
         user_agent: args.ua.as_bytes(),
         peer: Some(args.ip),
         forwarding: Forwarding::Lines(&lines),
+        signature: Some(RequestView {
+            headers: &headers,
+            method: "GET",
+            authority: &authority,
+            path_and_query: &path,
+            scheme: if args.url.starts_with("http://") {
+                "http"
+            } else {
+                "https"
+            },
+        }),
     };
     let mode = Mode {
         record: false,

@@ -38,6 +38,8 @@ pub struct Entry<'a> {
     pub category: &'a str,
     /// verified, spoofed or unverifiable.
     pub verified: &'a str,
+    /// How: ranges, reverse-dns, signature or none.
+    pub verified_by: &'a str,
     /// allowed, disallowed, grace or exempt.
     pub verdict: &'a str,
     /// The deciding robots.txt line, if a rule decided.

@@ -9,6 +9,8 @@ use super::politeness::{Pace, PaceQuery, Subject};
 use super::site::{Site, Snapshot};
 use super::state::Shared;
 use super::ua_memo::Class;
+use super::verify::signature::check::{is_signed, RequestView};
+use super::verify::signature::SignatureVerdict;
 use super::verify::{Verification, Verified};
 use crate::agent::Identity;
 use crate::crawlers::Crawler;
@@ -32,6 +34,8 @@ pub struct RequestFacts<'a> {
     pub peer: Option<IpAddr>,
     /// The forwarding headers (read only when the peer is a trusted proxy).
     pub forwarding: Forwarding<'a>,
+    /// The request as a Web Bot Auth signature covers it, when its headers are at hand.
+    pub signature: Option<RequestView<'a>>,
 }
 
 /// How the decision runs.
@@ -94,6 +98,10 @@ pub struct Decision {
     pub crawler: bool,
     /// Verification.
     pub verification: Verification,
+    /// What its Web Bot Auth signature said (`unsigned` when it has none).
+    pub signature: &'static str,
+    /// A valid signature seen before: refused with 429, whatever the site's action.
+    pub replayed: bool,
     /// robots.txt's verdict.
     pub verdict: VerdictLabel,
     /// Index of the deciding rule in the deciding snapshot's file.
@@ -175,8 +183,70 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     let peer = canonical(facts.peer.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
     let client = global.trusted.client_of(peer, &facts.forwarding);
     let snapshot = site.snapshot.load_full();
-    let identity = snapshot.classify(facts.user_agent);
-    let crawler = snapshot.crawler(&identity);
+    let mut identity = snapshot.classify(facts.user_agent);
+    let mut crawler = snapshot.crawler(&identity);
+    let signature = match &facts.signature {
+        Some(view) if is_signed(view.headers) => {
+            let claimed = match identity {
+                Identity::Crawler { .. } => crawler.map(|c| c.token_lower.clone()),
+                _ => None,
+            };
+            shared
+                .signatures
+                .check(view, claimed.as_deref(), SystemTime::now())
+        }
+        _ => SignatureVerdict::Unsigned,
+    };
+    // A verified signer is the crawler its directory speaks for, whatever its User-Agent says;
+    // an invalid or replayed signature for a crawler's directory is a false claim to be it.
+    let (directory, signed) = match &signature {
+        SignatureVerdict::Verified { directory, keyid } => (
+            Some(directory),
+            Verification::by(
+                Verified::Verified,
+                "signature",
+                format!("signed with key {keyid} of {}", directory.url),
+            ),
+        ),
+        SignatureVerdict::Invalid {
+            directory: Some(directory),
+            why,
+        } => (
+            Some(directory),
+            Verification::by(
+                Verified::Spoofed,
+                "signature",
+                format!("an invalid signature for {}: {why}", directory.url),
+            ),
+        ),
+        SignatureVerdict::Replayed { directory } => (
+            Some(directory),
+            Verification::by(
+                Verified::Spoofed,
+                "signature",
+                format!(
+                    "a replayed signature: its nonce came before with a valid signature of {}",
+                    directory.url
+                ),
+            ),
+        ),
+        _ => (None, Verification::none()),
+    };
+    let signer = directory
+        .and_then(|d| d.bot.as_deref())
+        .and_then(|bot| row_of(&snapshot, bot))
+        .and_then(|index| Some((index, snapshot.crawlers.agent(index)?)));
+    let replayed = matches!(signature, SignatureVerdict::Replayed { .. });
+    let signed = match signer {
+        Some((index, agent)) => {
+            identity = Identity::Crawler { index, agent };
+            crawler = snapshot.crawler(&identity);
+            Some(signed)
+        }
+        // A replay is refused even when its directory speaks for no crawler of the table.
+        None if replayed => Some(signed),
+        None => None,
+    };
     let robots_txt = is_robots_txt(facts.path);
     let site_name = &site.name;
     let class = match identity {
@@ -189,6 +259,7 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
         None => (Requester::Person, "person"),
     };
     let verification = match (identity, crawler) {
+        _ if signed.is_some() => signed.unwrap_or_else(Verification::none),
         (Identity::Crawler { .. }, Some(crawler)) => {
             global
                 .verifier
@@ -204,6 +275,15 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
             "an unnamed crawler claims no identity",
         ),
         (Identity::Person, _) => Verification::none(),
+    };
+    // A signature crawlgate could not check says why nothing else could verify the claim.
+    let verification = match &signature {
+        SignatureVerdict::Unverifiable { why }
+            if verification.result == Verified::Unverifiable && verification.method == "none" =>
+        {
+            Verification::by(Verified::Unverifiable, "signature", why.clone())
+        }
+        _ => verification,
     };
     let spoofed = verification.result == Verified::Spoofed;
     // A fake Googlebot is not Googlebot: robots.txt is read for it as for any unnamed crawler,
@@ -242,6 +322,8 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
         category,
         crawler: requester == Requester::Crawler,
         verification,
+        signature: signature.label(),
+        replayed,
         verdict: VerdictLabel::Exempt,
         rule: None,
         action: crawler.map_or(site.settings.action, |c| c.action),
@@ -381,6 +463,17 @@ fn refused_use(snapshot: &Snapshot, crawler: Crawler<'_>, path: &str) -> Option<
         usage,
         rule: stated.rule?,
     })
+}
+
+/// The row of the crawler `token` in a snapshot's table: the classifier's answer for the bare
+/// token when it is that crawler (one automaton pass), else a scan of the table.
+fn row_of(snapshot: &Snapshot, token: &str) -> Option<usize> {
+    match snapshot.classify(token.as_bytes()) {
+        Identity::Crawler { index, agent } if agent.token.eq_ignore_ascii_case(token) => {
+            Some(index)
+        }
+        _ => snapshot.crawlers.position(token),
+    }
 }
 
 fn ceil_seconds(wait: Duration) -> u64 {

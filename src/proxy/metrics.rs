@@ -36,6 +36,9 @@ pub const METRIC_NAMES: &[&str] = &[
     "crawlgate_tls_certificate_expiry_timestamp_seconds",
     "crawlgate_state_store_errors_total",
     "crawlgate_state_store_up",
+    "crawlgate_signatures_total",
+    "crawlgate_signature_directory_fetches_total",
+    "crawlgate_signature_keys",
 ];
 
 /// The metrics of one crawlgate process, in their own registry.
@@ -95,6 +98,15 @@ pub struct Metrics {
     pub state_store_errors: IntCounterVec,
     /// `crawlgate_state_store_up{store}`: 1 while the shared store answers (only with one).
     pub state_store_up: IntGaugeVec,
+    /// `crawlgate_signatures_total{site, bot, result}`: signed crawler requests by Web Bot Auth
+    /// result (verified, invalid, replayed, unverifiable); unsigned ones are the rest of
+    /// `crawlgate_requests_total`.
+    pub signatures: IntCounterVec,
+    /// `crawlgate_signature_directory_fetches_total{directory, result}`: key directory fetches
+    /// (ok, error, refused).
+    pub signature_directory_fetches: IntCounterVec,
+    /// `crawlgate_signature_keys{directory}`: keys held per key directory.
+    pub signature_keys: IntGaugeVec,
 }
 
 /// A metric that could not be registered: a programming error, reported at startup.
@@ -210,6 +222,24 @@ impl Metrics {
                 "crawlgate_tracked_entries",
                 "Crawlers and clients remembered, by kind (crawl_delay, robots_fetch, dns); each is bounded.",
                 &["kind"],
+            )?,
+            signatures: counter(
+                r,
+                "crawlgate_signatures_total",
+                "Signed crawler requests by Web Bot Auth result: verified, invalid, replayed, unverifiable (no keys); unsigned ones are the rest of crawlgate_requests_total.",
+                &["site", "bot", "result"],
+            )?,
+            signature_directory_fetches: counter(
+                r,
+                "crawlgate_signature_directory_fetches_total",
+                "Key directory fetches by directory and result (ok, error, refused).",
+                &["directory", "result"],
+            )?,
+            signature_keys: gauge(
+                r,
+                "crawlgate_signature_keys",
+                "Ed25519 keys held per key directory.",
+                &["directory"],
             )?,
             ranges_reloads: counter(
                 r,

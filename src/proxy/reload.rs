@@ -412,6 +412,12 @@ impl Reloader {
         }
         self.shared.catalog.store(Arc::new(catalog));
         self.shared.global.store(Arc::new(global));
+        self.shared
+            .signatures
+            .set_trust(super::verify::signature::directory::Trust::new(
+                &settings.verification.signatures,
+                &self.shared.catalog.load().catalog,
+            ));
         self.shared.sites.store(Arc::new(Sites::new(sites)));
         *old = settings;
         Ok(())

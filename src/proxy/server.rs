@@ -220,6 +220,14 @@ pub fn run(
             CertReloader::new(tls_listeners, shared.metrics.clone()),
         ));
     }
+    server.add_service(background_service(
+        "crawlgate signature directories",
+        super::verify::signature::fetch::Fetcher::new(
+            shared.signatures.clone(),
+            shared.metrics.signature_directory_fetches.clone(),
+            shared.metrics.signature_keys.clone(),
+        ),
+    ));
     if let Some(writer) = writer {
         server.add_service(background_service("crawlgate access log", writer));
     }

@@ -10,6 +10,7 @@ use super::config::DEFAULT_TAG_PREFIX;
 use super::decide::{self, Decision, Mode, RequestFacts};
 use super::site::{Snapshot, SourceState};
 use super::state::Shared;
+use super::verify::signature::check::{is_signed, RequestView};
 use super::verify::Verified;
 use crate::policy::{Outcome, VerdictLabel};
 use async_trait::async_trait;
@@ -192,6 +193,14 @@ fn request_host(request: &RequestHeader) -> Result<Option<&[u8]>, HostProblem> {
 pub fn block_message(decision: &Decision, path: &str) -> String {
     let bot = &decision.bot;
     let path = sanitize(path);
+    if decision.verification.result == Verified::Spoofed
+        && decision.verification.method == "signature"
+    {
+        return format!(
+            "crawlgate: this request's signature does not prove it is {bot} ({}); {path} was not fetched\n",
+            sanitize(&decision.verification.detail)
+        );
+    }
     if decision.verification.result == Verified::Spoofed {
         return format!(
             "crawlgate: this request says it is {bot}, but {} is not {bot}'s ({}); {path} was not fetched\n",
@@ -228,6 +237,23 @@ fn upstream_failure(code: u16) -> &'static str {
         502 => "the origin could not be reached or answered with something that is not HTTP",
         400 => "the request could not be read",
         _ => "the request failed",
+    }
+}
+
+/// The scheme a signer saw, for `@target-uri` and `@scheme`: `https` on a TLS listener, else
+/// what `X-Forwarded-Proto` says, else `https`, since crawlers sign for the https URLs they
+/// fetch and a plain-HTTP hop is usually behind a TLS terminator. A wrong scheme can only make
+/// a signature fail, never pass: the signer signed the scheme it used.
+fn signed_scheme(
+    digest: Option<&pingora::protocols::Digest>,
+    headers: &http::HeaderMap,
+) -> &'static str {
+    if digest.is_some_and(|d| d.ssl_digest.is_some()) {
+        return "https";
+    }
+    match headers.get("x-forwarded-proto").map(|v| v.as_bytes()) {
+        Some(b"http") => "http",
+        _ => "https",
     }
 }
 
@@ -275,6 +301,14 @@ impl ProxyHttp for CrawlGate {
                 .map_or(&b""[..], |v| v.as_bytes()),
             peer,
             forwarding: Forwarding::Headers(&request.headers),
+            // Unsigned requests (nearly all) pay this one lookup and nothing else.
+            signature: is_signed(&request.headers).then(|| RequestView {
+                headers: &request.headers,
+                method: request.method.as_str(),
+                authority: host.and_then(|h| std::str::from_utf8(h).ok()).unwrap_or(""),
+                path_and_query: request.uri.path_and_query().map_or("/", |p| p.as_str()),
+                scheme: signed_scheme(session.digest(), &request.headers),
+            }),
         };
         // Forged verdict headers cannot sway the decision (it reads none of them); they are
         // stripped once the site, and so its prefix, is known.
@@ -294,7 +328,14 @@ impl ProxyHttp for CrawlGate {
             .uri
             .path_and_query()
             .map_or("/", |p| p.as_str());
-        let answer = if decision.robots_txt {
+        let answer = if decision.replayed {
+            // RFC 9421 §7.2.2 and the draft: a signature used twice is refused, whoever sent it.
+            let body = format!(
+                "crawlgate: {}; sign each request anew\n",
+                sanitize(&decision.verification.detail)
+            );
+            Some((429, Bytes::from(body), None))
+        } else if decision.robots_txt {
             let refresh = decision.site.settings.robots.refresh;
             Some(robots_txt_answer(&decision.snapshot, refresh))
         } else {
@@ -368,6 +409,9 @@ impl ProxyHttp for CrawlGate {
             format!("{prefix}Verified"),
             decision.verification.result.as_str(),
         )?;
+        if decision.verification.method != "none" {
+            upstream.insert_header(format!("{prefix}Verified-By"), decision.verification.method)?;
+        }
         if let Some(rule) = decision.rule() {
             let value = format!(
                 "{} {} line {}",
@@ -455,6 +499,13 @@ impl ProxyHttp for CrawlGate {
         } else {
             metrics.requests.with_label_values(&labels).inc();
         }
+        // Unsigned requests are the rest of crawlgate_requests_total: not counted twice.
+        if decision.crawler && decision.signature != "unsigned" {
+            metrics
+                .signatures
+                .with_label_values(&[site, &decision.bot, decision.signature])
+                .inc();
+        }
         if decision.robots_txt {
             metrics
                 .robots_fetches
@@ -520,6 +571,7 @@ impl ProxyHttp for CrawlGate {
             bot: &decision.bot,
             category: decision.category,
             verified: decision.verification.result.as_str(),
+            verified_by: decision.verification.method,
             verdict: decision.verdict.as_str(),
             rule_line: decision.deciding_line(),
             action: decision.outcome.as_str(),

@@ -10,6 +10,8 @@ use super::state_dir::{self, StateDir};
 use super::store::{self, StateStore};
 use super::verify::dns::{DnsError, DnsVerifier};
 use super::verify::ranges::RangeSet;
+use super::verify::signature::directory::Trust;
+use super::verify::signature::Signatures;
 use super::verify::{RangesEntry, Verifier};
 use crate::catalog::{Catalog, CatalogError};
 use crate::policy::Action;
@@ -168,6 +170,9 @@ pub struct Shared {
     /// Where origins' last good robots.txt answers are kept (set at startup; none when
     /// `state_dir` is not set or cannot be used).
     pub state_dir: Option<StateDir>,
+    /// Web Bot Auth: the directories believed (replaced on a reload), their keys and the
+    /// nonces seen (kept across reloads).
+    pub signatures: Arc<Signatures>,
 }
 
 /// Startup failed.
@@ -235,6 +240,8 @@ impl Shared {
         }
         let store = store::open(settings, &metrics)?;
         let global = Global::new(settings, &catalog.catalog, &metrics, &store)?;
+        let trust = Trust::new(&settings.verification.signatures, &catalog.catalog);
+        let signatures = Arc::new(Signatures::new(trust, settings.state_dir.clone()));
         let shared = Shared {
             sites: ArcSwap::from_pointee(Sites::new(sites)),
             catalog: ArcSwap::from_pointee(catalog),
@@ -244,6 +251,7 @@ impl Shared {
             store,
             politeness_settings: settings.politeness,
             state_dir,
+            signatures,
         };
         for site in &shared.sites.load().all {
             shared.publish(&site.settings.name, &site.snapshot.load());

@@ -181,6 +181,50 @@ pub struct VerificationFile {
     /// The resolver.
     #[serde(default)]
     pub dns: DnsFile,
+    /// Web Bot Auth: signed crawlers.
+    #[serde(default)]
+    pub signatures: SignaturesFile,
+}
+
+/// `verification.signatures:` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignaturesFile {
+    /// Believe the catalog's `signature_agent` directories (default true).
+    pub catalog: Option<bool>,
+    /// More key directories: `{url, bot, jwks}`.
+    #[serde(default)]
+    pub directories: Vec<SignatureDirectoryFile>,
+    /// Fetch directories nobody named (default false).
+    pub fetch_unlisted: Option<bool>,
+    /// Fetch directories on loopback and private addresses (default false).
+    pub allow_private: Option<bool>,
+    /// A PEM file of CA certificates trusted for directory fetches.
+    pub ca_file: Option<PathBuf>,
+    /// How long fetched keys are used (default 1h).
+    pub refresh: Option<HumanDuration>,
+    /// Directory fetch timeout (default 5s).
+    pub timeout: Option<HumanDuration>,
+    /// The largest directory (default 65536 bytes).
+    pub max_bytes: Option<Bounded<256, 1_048_576>>,
+    /// The most keys of a directory (default 32).
+    pub max_keys: Option<Bounded<1, 1000>>,
+    /// How far in the future `created` may be (default 60s).
+    pub clock_skew: Option<HumanDuration>,
+    /// Nonces remembered (default 100000).
+    pub nonces: Option<Entries>,
+}
+
+/// One of `verification.signatures.directories:` as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignatureDirectoryFile {
+    /// The `Signature-Agent` URL, such as `https://chatgpt.com`.
+    pub url: String,
+    /// The crawler its keys speak for.
+    pub bot: Option<Token>,
+    /// Its keys from a JWKS file instead of fetching them.
+    pub jwks: Option<PathBuf>,
 }
 
 /// `verification.dns:` as written.

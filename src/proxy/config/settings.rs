@@ -207,6 +207,8 @@ pub struct VerificationSettings {
     pub on_spoofed: Action,
     /// The resolver.
     pub dns: crate::proxy::verify::dns::DnsSettings,
+    /// Web Bot Auth: signed crawlers.
+    pub signatures: crate::proxy::verify::signature::SignatureSettings,
 }
 
 impl Default for VerificationSettings {
@@ -216,6 +218,7 @@ impl Default for VerificationSettings {
             reverse_dns: Vec::new(),
             on_spoofed: Action::Block,
             dns: crate::proxy::verify::dns::DnsSettings::default(),
+            signatures: crate::proxy::verify::signature::SignatureSettings::default(),
         }
     }
 }

@@ -347,6 +347,7 @@ impl Validator<'_> {
                 ));
             }
         }
+        let signatures = self.signatures(file.signatures)?;
         Ok(VerificationSettings {
             ranges: file
                 .ranges
@@ -369,6 +370,49 @@ impl Validator<'_> {
                 .collect(),
             on_spoofed: file.on_spoofed.unwrap_or(Action::Block),
             dns,
+            signatures,
+        })
+    }
+
+    fn signatures(
+        &self,
+        file: SignaturesFile,
+    ) -> Result<crate::proxy::verify::signature::SignatureSettings, ConfigError> {
+        use crate::proxy::verify::signature::{directory, DirectorySettings, SignatureSettings};
+        let defaults = SignatureSettings::default();
+        let mut directories = Vec::new();
+        for (i, entry) in file.directories.into_iter().enumerate() {
+            let url = directory::normalise(&entry.url).map_err(|e| {
+                self.error(
+                    Some((&entry.url, 0)),
+                    format!("verification.signatures.directories[{i}].url: {e}"),
+                )
+            })?;
+            directories.push(DirectorySettings {
+                url,
+                bot: entry.bot.map(|t| t.0),
+                jwks: entry.jwks.map(|p| self.path(&p)),
+            });
+        }
+        let refresh = file.refresh.map_or(defaults.refresh, |d| d.0);
+        if refresh < MIN_REFRESH {
+            return Err(self.error(
+                Some(("refresh:", 0)),
+                "verification.signatures.refresh: at least 1s".into(),
+            ));
+        }
+        Ok(SignatureSettings {
+            catalog: file.catalog.unwrap_or(defaults.catalog),
+            directories,
+            fetch_unlisted: file.fetch_unlisted.unwrap_or(defaults.fetch_unlisted),
+            allow_private: file.allow_private.unwrap_or(defaults.allow_private),
+            ca_file: file.ca_file.map(|p| self.path(&p)),
+            refresh,
+            timeout: file.timeout.map_or(defaults.timeout, |d| d.0),
+            max_bytes: file.max_bytes.map_or(defaults.max_bytes, |n| n.get()),
+            max_keys: file.max_keys.map_or(defaults.max_keys, |n| n.get()),
+            skew: file.clock_skew.map_or(defaults.skew, |d| d.0),
+            nonces: file.nonces.map_or(defaults.nonces, |n| n.0),
         })
     }
 
@@ -793,6 +837,40 @@ mod tests {
             Some("127.0.0.1:9000".parse().unwrap())
         );
         assert!(Settings::from_flags(&SiteFlags::default()).is_err());
+    }
+
+    #[test]
+    fn signature_keys_are_validated_with_their_lines() {
+        let text = format!(
+            "{MINIMAL}verification:\n  signatures:\n    allow_private: true\n    ca_file: ca.pem\n    refresh: 10m\n    max_keys: 4\n    clock_skew: 5s\n    directories:\n      - url: \"HTTPS://Agent.Example/\"\n        bot: ExampleAgent\n      - url: \"https://chatgpt.com\"\n        jwks: keys/chatgpt.json\n"
+        );
+        let settings = parse(&text).unwrap();
+        let s = &settings.verification.signatures;
+        assert!(s.allow_private && s.catalog && !s.fetch_unlisted);
+        assert_eq!(s.ca_file, Some(PathBuf::from("/etc/crawlgate/ca.pem")));
+        assert_eq!(
+            (s.refresh, s.skew, s.max_keys),
+            (Duration::from_secs(600), Duration::from_secs(5), 4)
+        );
+        assert_eq!(s.directories[0].url, "https://agent.example");
+        assert_eq!(s.directories[0].bot.as_deref(), Some("ExampleAgent"));
+        assert_eq!(
+            s.directories[1].jwks,
+            Some(PathBuf::from("/etc/crawlgate/keys/chatgpt.json"))
+        );
+        let error =
+            parse(&text.replace("\"https://chatgpt.com\"", "\"http://chatgpt.com\"")).unwrap_err();
+        assert!(error.message.contains("only https"), "{error}");
+        assert_eq!(error.line, Some(17));
+        let error = parse(&text.replace("max_keys: 4", "max_keys: 0")).unwrap_err();
+        assert_eq!(error.line, Some(12), "{error}");
+        let error = parse(&text.replace("clock_skew", "skew")).unwrap_err();
+        assert!(error.message.contains("unknown field"), "{error}");
+        assert_eq!(error.line, Some(13));
+        assert_eq!(
+            parse(MINIMAL).unwrap().verification.signatures,
+            Default::default()
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@
 
 pub mod dns;
 pub mod ranges;
+pub mod signature;
 
 use arc_swap::ArcSwapOption;
 use dns::{DnsOutcome, DnsVerifier};
@@ -54,7 +55,7 @@ impl Verified {
 pub struct Verification {
     /// The verdict.
     pub result: Verified,
-    /// How it was reached: `ranges`, `reverse-dns`, `none`.
+    /// How it was reached: `ranges`, `reverse-dns`, `signature`, `none`.
     pub method: &'static str,
     /// Why, for people: `66.249.66.1 is in Googlebot's published ranges`.
     pub detail: Cow<'static, str>,
@@ -67,6 +68,11 @@ impl Verification {
             method,
             detail: Cow::Owned(detail),
         }
+    }
+
+    /// A verdict of `method`, with its reason.
+    pub fn by(result: Verified, method: &'static str, detail: String) -> Verification {
+        Verification::new(result, method, detail)
     }
 
     /// Nothing to verify (people).

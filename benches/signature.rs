@@ -1,0 +1,165 @@
+//! What verifying a Web Bot Auth signature costs a signed request, beside the floor it cannot
+//! go under: one raw Ed25519 verification of the same signature base, measured in the same run.
+//! Also a signed request with a fresh nonce (remembered per request), and an unsigned request
+//! (the one header lookup every request pays). Run: `cargo bench --bench signature`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::Engine as _;
+use crawlgate::catalog::Catalog;
+use crawlgate::proxy::verify::signature::check::RequestView;
+use crawlgate::proxy::verify::signature::directory::Trust;
+use crawlgate::proxy::verify::signature::keys::KeySet;
+use crawlgate::proxy::verify::signature::{
+    DirectorySettings, SignatureSettings, SignatureVerdict, Signatures,
+};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use ed25519_dalek::{Signature, Signer, SigningKey, Verifier};
+use http::{HeaderMap, HeaderValue};
+use sha2::{Digest, Sha256};
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+const DIRECTORY: &str = "https://agent.example";
+const AUTHORITY: &str = "shop.example";
+
+struct Fixture {
+    key: SigningKey,
+    keyid: String,
+    signatures: Signatures,
+}
+
+fn fixture() -> Fixture {
+    let key = SigningKey::from_bytes(&[7; 32]);
+    let x = URL_SAFE_NO_PAD.encode(key.verifying_key().to_bytes());
+    let keyid = URL_SAFE_NO_PAD.encode(Sha256::digest(
+        format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{x}"}}"#).as_bytes(),
+    ));
+    let settings = SignatureSettings {
+        directories: vec![DirectorySettings {
+            url: DIRECTORY.into(),
+            bot: Some("ChatGPT-User".into()),
+            jwks: None,
+        }],
+        ..SignatureSettings::default()
+    };
+    let trust = Trust::new(&settings, &Catalog { bots: Vec::new() });
+    let signatures = Signatures::new(trust, None);
+    let jwks = format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}"}}]}}"#);
+    signatures.keys.put(
+        &Arc::from(DIRECTORY),
+        KeySet::from_jwks(jwks.as_bytes(), 32).unwrap(),
+        false,
+    );
+    Fixture {
+        key,
+        keyid,
+        signatures,
+    }
+}
+
+/// A signed request's headers (with `nonce`, when given), and its signature base and signature.
+fn signed(f: &Fixture, nonce: Option<&str>) -> (HeaderMap, String, Signature) {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let nonce = nonce.map_or(String::new(), |n| format!(r#";nonce="{n}""#));
+    let params = format!(
+        r#"("@authority" "signature-agent";key="sig1");created={};expires={};keyid="{}";alg="ed25519"{nonce};tag="web-bot-auth""#,
+        now - 1,
+        now + 3600,
+        f.keyid
+    );
+    let agent = format!("\"{DIRECTORY}\"");
+    let base = format!(
+        "\"@authority\": {AUTHORITY}\n\"signature-agent\";key=\"sig1\": {agent}\n\"@signature-params\": {params}"
+    );
+    let signature = f.key.sign(base.as_bytes());
+    let mut headers = HeaderMap::new();
+    let mut put = |name: &'static str, value: String| {
+        headers.insert(name, HeaderValue::from_str(&value).unwrap());
+    };
+    put(
+        "user-agent",
+        "Mozilla/5.0 (compatible; ChatGPT-User/1.0; +https://openai.com/bot)".into(),
+    );
+    put("accept", "text/html".into());
+    put("signature-input", format!("sig1={params}"));
+    put(
+        "signature",
+        format!("sig1=:{}:", STANDARD.encode(signature.to_bytes())),
+    );
+    put("signature-agent", format!("sig1={agent}"));
+    (headers, base, signature)
+}
+
+fn view(headers: &HeaderMap) -> RequestView<'_> {
+    RequestView {
+        headers,
+        method: "GET",
+        authority: AUTHORITY,
+        path_and_query: "/products/42",
+        scheme: "https",
+    }
+}
+
+fn signature(c: &mut Criterion) {
+    let f = fixture();
+    let (headers, base, signature) = signed(&f, None);
+    let verifying = f.key.verifying_key();
+    assert!(matches!(
+        f.signatures.check(&view(&headers), None, SystemTime::now()),
+        SignatureVerdict::Verified { .. }
+    ));
+    let mut group = c.benchmark_group("signature");
+    group.bench_function("raw_ed25519_verify", |b| {
+        b.iter(|| {
+            verifying
+                .verify(black_box(base.as_bytes()), black_box(&signature))
+                .unwrap()
+        })
+    });
+    group.bench_function("signed_request", |b| {
+        b.iter(|| {
+            black_box(
+                f.signatures
+                    .check(&view(black_box(&headers)), None, SystemTime::now()),
+            )
+        })
+    });
+    let mut counter = 0u64;
+    group.bench_function("signed_request_with_nonce", |b| {
+        b.iter_batched(
+            || {
+                counter += 1;
+                signed(&f, Some(&format!("nonce-{counter}"))).0
+            },
+            |headers| {
+                let verdict = f.signatures.check(&view(&headers), None, SystemTime::now());
+                assert!(matches!(verdict, SignatureVerdict::Verified { .. }));
+                verdict
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    let mut unsigned = HeaderMap::new();
+    unsigned.insert(
+        "user-agent",
+        HeaderValue::from_static("Mozilla/5.0 Firefox/128.0"),
+    );
+    unsigned.insert("accept", HeaderValue::from_static("text/html"));
+    group.bench_function("unsigned_request", |b| {
+        b.iter(|| {
+            black_box(
+                f.signatures
+                    .check(&view(black_box(&unsigned)), None, SystemTime::now()),
+            )
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, signature);
+criterion_main!(benches);
