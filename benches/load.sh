@@ -35,13 +35,7 @@ RELOAD=${RELOAD:-0}
 # crawlgate's pingora section, to compare settings (the bare proxy always runs pingora's defaults
 # with WORKERS threads).
 PINGORA=${PINGORA:-"{threads: $WORKERS}"}
-# With two CPUs or more, the proxy under test gets CPU 1 to itself and wrk and the origin share
-# CPU 0, so that the proxies' CPU time per request is not muddled by scheduling noise.
-if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
-  PIN_PROXY=${PIN_PROXY:-"taskset -c 1"}; PIN_LOAD=${PIN_LOAD:-"taskset -c 0"}
-else
-  PIN_PROXY=${PIN_PROXY:-}; PIN_LOAD=${PIN_LOAD:-}
-fi
+# PIN_PROXY and PIN_LOAD (benches/load/common.sh): the proxy under test on a CPU of its own.
 . benches/load/common.sh
 
 for tool in nginx wrk python3; do
@@ -55,10 +49,9 @@ make_work load
 ORIGIN=$(free_port); NGINX=$(free_port); BARE=$(free_port); SMALL=$(free_port); LARGE=$(free_port); METRICS1=$(free_port); METRICS2=$(free_port)
 
 # --- the site: small static pages
-mkdir -p "$work/www/blog" "$work/www/private" "$work/logs"
-page='<!doctype html><html><head><title>page</title></head><body><p>A small static page served by the origin.</p></body></html>'
+write_pages
+mkdir -p "$work/www/private"
 echo "$page" > "$work/www/index.html"
-for i in $(seq 1 50); do echo "$page" > "$work/www/blog/post-$i.html"; done
 echo "$page" > "$work/www/private/report.html"
 
 # --- robots.txt: AI crawlers may fetch nothing; /private/ is off limits to every crawler.
@@ -85,21 +78,7 @@ EOF
 cp "$work/robots-small.txt" "$work/www/robots.txt"
 
 # --- nginx: the origin, and the reverse proxy with a User-Agent map (what people use today)
-cat > "$work/nginx-origin.conf" <<EOF
-worker_processes 1;
-pid $work/nginx-origin.pid;
-error_log $work/logs/origin-error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 100000;
-  server {
-    listen 127.0.0.1:$ORIGIN;
-    root $work/www;
-    location / { try_files \$uri \$uri.html /index.html; }
-  }
-}
-EOF
+start_origin "$ORIGIN" 'location / { try_files $uri $uri.html /index.html; }'
 cat > "$work/nginx-proxy.conf" <<EOF
 worker_processes $WORKERS;
 pid $work/nginx-proxy.pid;
@@ -124,7 +103,6 @@ http {
   }
 }
 EOF
-$PIN_LOAD nginx -c "$work/nginx-origin.conf" -p "$work"
 $PIN_PROXY nginx -c "$work/nginx-proxy.conf" -p "$work"
 
 # --- the bare pingora proxy and crawlgate, with the same worker count
@@ -179,17 +157,6 @@ request = function()
 end
 EOF
 sed 's/if slot < 7 then/if slot < 8 then/; s/elseif slot < 9 then/elseif slot < 10 then/' "$work/mixed.lua" > "$work/forward.lua"
-
-cpu_ticks() { # total utime+stime of a process and its children processes (nginx workers)
-  local total=0
-  for pid in "$@" $(for p in "$@"; do pgrep -P "$p" || true; done); do
-    [ -r "/proc/$pid/stat" ] || continue
-    local fields; fields=$(sed 's/^.*) //' "/proc/$pid/stat")
-    set -- $fields
-    total=$((total + ${12} + ${13}))
-  done
-  echo "$total"
-}
 
 NGINX_PID=$(cat "$work/nginx-proxy.pid")
 results="$work/results.tsv"

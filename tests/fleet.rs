@@ -11,12 +11,10 @@
 
 mod harness;
 
+use harness::dns::{a, ptr, DnsServer};
 use harness::*;
-use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
-use hickory_proto::rr::rdata::{A, PTR};
-use hickory_proto::rr::{Name, RData, Record};
 use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -290,81 +288,19 @@ sites:
     assert_eq!(status(&b, "/private/x", BOT, bot), 403);
 }
 
-/// A small authoritative DNS server on loopback (UDP) that counts the questions it answers.
-struct DnsServer {
-    addr: SocketAddr,
-    questions: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-}
-
-impl DnsServer {
-    fn start(records: Vec<(Name, RData)>) -> DnsServer {
-        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-        socket
-            .set_read_timeout(Some(Duration::from_millis(100)))
-            .unwrap();
-        let addr = socket.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let questions = Arc::new(AtomicU64::new(0));
-        let (stopped, asked) = (stop.clone(), questions.clone());
-        std::thread::spawn(move || {
-            let mut buffer = [0u8; 4096];
-            while !stopped.load(Ordering::Relaxed) {
-                let Ok((len, from)) = socket.recv_from(&mut buffer) else {
-                    continue;
-                };
-                let Ok(query) = Message::from_vec(&buffer[..len]) else {
-                    continue;
-                };
-                let mut response =
-                    Message::new(query.metadata.id, MessageType::Response, OpCode::Query);
-                response.metadata.authoritative = true;
-                response.metadata.recursion_desired = query.metadata.recursion_desired;
-                for question in &query.queries {
-                    asked.fetch_add(1, Ordering::Relaxed);
-                    response.add_query(question.clone());
-                    for (owner, data) in &records {
-                        if owner == question.name() && data.record_type() == question.query_type() {
-                            response.add_answer(Record::from_rdata(
-                                owner.clone(),
-                                60,
-                                data.clone(),
-                            ));
-                        }
-                    }
-                }
-                if response.answers.is_empty() {
-                    response.metadata.response_code = ResponseCode::NXDomain;
-                }
-                let _ = socket.send_to(&response.to_vec().unwrap(), from);
-            }
-        });
-        DnsServer {
-            addr,
-            questions,
-            stop,
-        }
-    }
-}
-
-impl Drop for DnsServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
 #[test]
 fn a_reverse_dns_outcome_learned_by_one_instance_is_used_by_the_other() {
     let Some(store) = StoreServer::start() else {
         return;
     };
     let origin = Origin::start();
-    let host = Name::from_ascii("crawl-66-249-66-1.googlebot.com.").unwrap();
-    let addr: IpAddr = "66.249.66.1".parse().unwrap();
-    let dns = DnsServer::start(vec![
-        (Name::from(addr), RData::PTR(PTR(host.clone()))),
-        (host, RData::A(A("66.249.66.1".parse().unwrap()))),
-    ]);
+    let dns = DnsServer::start(
+        vec![
+            ptr("66.249.66.1", "crawl-66-249-66-1.googlebot.com."),
+            a("crawl-66-249-66-1.googlebot.com.", "66.249.66.1"),
+        ],
+        Vec::new(),
+    );
     let verification = format!(
         "verification:\n  reverse_dns: {{Googlebot: [googlebot.com]}}\n  dns: {{server: \"{}\", budget: 5s, timeout: 5s}}\n",
         dns.addr
@@ -375,12 +311,12 @@ fn a_reverse_dns_outcome_learned_by_one_instance_is_used_by_the_other() {
     let verified = |path: &str| origin.last(path).unwrap().headers["x-crawlgate-verified"].clone();
     assert_eq!(status(&a, "/a", GOOGLEBOT, "66.249.66.1"), 200);
     assert_eq!(verified("/a"), "verified");
-    let asked = dns.questions.load(Ordering::Relaxed);
+    let asked = dns.questions();
     assert!(asked >= 2, "a PTR and an A question: {asked}");
     // b has never seen this address: it takes a's outcome from the store, asks no DNS.
     assert_eq!(status(&b, "/b", GOOGLEBOT, "66.249.66.1"), 200);
     assert_eq!(verified("/b"), "verified");
-    assert_eq!(dns.questions.load(Ordering::Relaxed), asked);
+    assert_eq!(dns.questions(), asked);
     let shared = r#"crawlgate_dns_lookups_total{result="shared"}"#;
     assert_eq!(b.metric(shared), Some(1.0), "{}", b.metrics());
 }

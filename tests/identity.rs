@@ -6,107 +6,12 @@
 
 mod harness;
 
+use harness::dns::{a, aaaa, ptr, reverse, DnsServer};
 use harness::*;
-use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
-use hickory_proto::rr::rdata::{A, AAAA, PTR};
-use hickory_proto::rr::{Name, RData, Record};
-use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 const GOOGLE_RANGES: &str = r#"{"creationTime": "2026-11-01T00:00:00.000000", "prefixes": [
   {"ipv4Prefix": "66.249.64.0/19"}, {"ipv6Prefix": "2001:4860:4801::/48"}]}"#;
-
-/// A small authoritative DNS server on loopback (UDP): PTR and A/AAAA records from a table,
-/// NXDOMAIN for the rest, and a delay for chosen names.
-struct DnsServer {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-}
-
-impl DnsServer {
-    fn start(records: Vec<(Name, RData)>, slow: Vec<(Name, Duration)>) -> DnsServer {
-        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-        socket
-            .set_read_timeout(Some(Duration::from_millis(100)))
-            .unwrap();
-        let addr = socket.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
-        let slow: HashMap<Name, Duration> = slow.into_iter().collect();
-        std::thread::spawn(move || {
-            let mut buffer = [0u8; 4096];
-            while !stopped.load(Ordering::Relaxed) {
-                let Ok((len, from)) = socket.recv_from(&mut buffer) else {
-                    continue;
-                };
-                let Ok(query) = Message::from_vec(&buffer[..len]) else {
-                    continue;
-                };
-                let mut response =
-                    Message::new(query.metadata.id, MessageType::Response, OpCode::Query);
-                response.metadata.authoritative = true;
-                response.metadata.recursion_desired = query.metadata.recursion_desired;
-                let mut delay = Duration::ZERO;
-                for question in &query.queries {
-                    response.add_query(question.clone());
-                    let name = question.name();
-                    if let Some(wait) = slow.get(name) {
-                        delay = delay.max(*wait);
-                    }
-                    for (owner, data) in &records {
-                        if owner == name && data.record_type() == question.query_type() {
-                            response.add_answer(Record::from_rdata(
-                                owner.clone(),
-                                60,
-                                data.clone(),
-                            ));
-                        }
-                    }
-                }
-                if response.answers.is_empty() {
-                    response.metadata.response_code = ResponseCode::NXDomain;
-                }
-                let bytes = response.to_vec().unwrap();
-                let socket = socket.try_clone().unwrap();
-                // Answer from another thread, so that a slow answer does not hold the others.
-                std::thread::spawn(move || {
-                    std::thread::sleep(delay);
-                    let _ = socket.send_to(&bytes, from);
-                });
-            }
-        });
-        DnsServer { addr, stop }
-    }
-}
-
-impl Drop for DnsServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
-fn reverse(addr: &str) -> Name {
-    Name::from(addr.parse::<IpAddr>().unwrap())
-}
-
-fn name(text: &str) -> Name {
-    Name::from_ascii(text).unwrap()
-}
-
-fn ptr(addr: &str, to: &str) -> (Name, RData) {
-    (reverse(addr), RData::PTR(PTR(name(to))))
-}
-
-fn a(owner: &str, addr: &str) -> (Name, RData) {
-    (name(owner), RData::A(A(addr.parse().unwrap())))
-}
-
-fn aaaa(owner: &str, addr: &str) -> (Name, RData) {
-    (name(owner), RData::AAAA(AAAA(addr.parse().unwrap())))
-}
 
 /// A GET with extra headers; returns status, body and what the origin saw of it.
 fn request(

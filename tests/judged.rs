@@ -46,27 +46,23 @@ const DART: &str = "Dart/3.2 (dart:io)";
 const SHOP_APP: &str = "ShopApp/5.1 (Linux; U; Android 14; Pixel 8) okhttp/4.12.0";
 
 fn proxy(origin: &Origin) -> Proxy {
-    let template = format!(
-        r#"listen: ["{{listen}}"]
-metrics: {{listen: "{{metrics}}"}}
-pingora: {{threads: 1, grace_period_seconds: 2}}
-sites:
-  - name: shop
-    hosts: [shop.test]
-    upstream: "{origin}"
-    robots: {{file: shop.txt}}
-  - name: strict
-    hosts: [strict.test]
-    upstream: "{origin}"
-    robots: {{file: shop.txt}}
-    categories: {{http-library: block, seo: tag, ai-training: count}}
-    bots: {{CCBot: block}}
-  - name: google
-    hosts: [google.test]
-    upstream: "{origin}"
-    robots: {{file: google.txt}}
-"#,
-        origin = origin.addr
+    let up = origin.addr;
+    let template = sites_template(
+        false,
+        &[
+            site("shop", &["shop.test"], up, "shop.txt", &[]),
+            site(
+                "strict",
+                &["strict.test"],
+                up,
+                "shop.txt",
+                &[
+                    "categories: {http-library: block, seo: tag, ai-training: count}",
+                    "bots: {CCBot: block}",
+                ],
+            ),
+            site("google", &["google.test"], up, "google.txt", &[]),
+        ],
     );
     ProxyBuilder::new(&template)
         .file("shop.txt", SHOP)

@@ -19,31 +19,34 @@ Content-Usage: /open/ train-ai=y\n";
 const CHATGPT_USER: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; ChatGPT-User/1.0; +https://openai.com/bot";
 
 fn sites(origin: &Origin) -> Proxy {
-    let template = format!(
-        r#"listen: ["{{listen}}"]
-metrics: {{listen: "{{metrics}}"}}
-access_log: "{{dir}}/access.jsonl"
-pingora: {{threads: 1, grace_period_seconds: 2}}
-sites:
-  - name: enforcing
-    hosts: [enforce.test]
-    upstream: "{origin}"
-    robots: {{file: robots.txt}}
-    action: block
-    content_usage: {{enforce: true, announce: true}}
-  - name: tagging
-    hosts: [tag.test]
-    upstream: "{origin}"
-    robots: {{file: robots.txt}}
-    action: tag
-    content_usage: {{enforce: true}}
-  - name: plain
-    hosts: [plain.test]
-    upstream: "{origin}"
-    robots: {{file: robots.txt}}
-    action: block
-"#,
-        origin = origin.addr
+    let template = sites_template(
+        true,
+        &[
+            site(
+                "enforcing",
+                &["enforce.test"],
+                origin.addr,
+                "robots.txt",
+                &[
+                    "action: block",
+                    "content_usage: {enforce: true, announce: true}",
+                ],
+            ),
+            site(
+                "tagging",
+                &["tag.test"],
+                origin.addr,
+                "robots.txt",
+                &["action: tag", "content_usage: {enforce: true}"],
+            ),
+            site(
+                "plain",
+                &["plain.test"],
+                origin.addr,
+                "robots.txt",
+                &["action: block"],
+            ),
+        ],
     );
     ProxyBuilder::new(&template)
         .file("robots.txt", ROBOTS)
@@ -317,16 +320,15 @@ fn origin_stating(content_usage: &'static str) -> std::net::SocketAddr {
 #[test]
 fn an_origins_own_content_usage_is_kept_and_robots_txt_adds_what_is_stricter() {
     let origin = origin_stating("train-ai=y;src=cms");
-    let template = format!(
-        r#"listen: ["{{listen}}"]
-metrics: {{listen: "{{metrics}}"}}
-pingora: {{threads: 1, grace_period_seconds: 2}}
-sites:
-  - name: announcing
-    upstream: "{origin}"
-    robots: {{file: robots.txt}}
-    content_usage: {{announce: true}}
-"#
+    let template = sites_template(
+        false,
+        &[site(
+            "announcing",
+            &[],
+            origin,
+            "robots.txt",
+            &["content_usage: {announce: true}"],
+        )],
     );
     let proxy = ProxyBuilder::new(&template)
         .file("robots.txt", ROBOTS)

@@ -24,31 +24,24 @@ fn three_sites(origin: &Origin) -> Proxy {
 }
 
 fn three_sites_over(origin: &Origin, wire: Wire) -> Proxy {
-    let template = format!(
-        r#"listen: ["{{listen}}"]
-metrics: {{listen: "{{metrics}}"}}
-access_log: "{{dir}}/access.jsonl"
-pingora: {{threads: 1, grace_period_seconds: 2}}
-sites:
-  - name: blocking
-    hosts: [block.test]
-    upstream: "{origin}"
-    robots: {{file: robots.txt}}
-    action: block
-  - name: tagging
-    hosts: [tag.test]
-    upstream: "{origin}"
-    robots: {{file: robots.txt}}
-    action: tag
-  - name: counting
-    hosts: [count.test]
-    upstream: "{origin}"
-    robots: {{file: robots.txt}}
-    action: count
-    bots: {{Googlebot: block}}
-    block: {{status: 451}}
-"#,
-        origin = origin.addr
+    let on = |name: &str, host: &str, more: &[&str]| {
+        site(name, &[host], origin.addr, "robots.txt", more)
+    };
+    let template = sites_template(
+        true,
+        &[
+            on("blocking", "block.test", &["action: block"]),
+            on("tagging", "tag.test", &["action: tag"]),
+            on(
+                "counting",
+                "count.test",
+                &[
+                    "action: count",
+                    "bots: {Googlebot: block}",
+                    "block: {status: 451}",
+                ],
+            ),
+        ],
     );
     ProxyBuilder::new(&template)
         .file("robots.txt", ROBOTS)

@@ -25,11 +25,6 @@ CONNECTIONS=${CONNECTIONS:-64}
 STREAMS=${STREAMS:-8}
 MIXES=${MIXES:-people blocked}
 PINGORA=${PINGORA:-"{threads: $WORKERS}"}
-if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
-  PIN_PROXY=${PIN_PROXY:-"taskset -c 1"}; PIN_LOAD=${PIN_LOAD:-"taskset -c 0"}
-else
-  PIN_PROXY=${PIN_PROXY:-}; PIN_LOAD=${PIN_LOAD:-}
-fi
 . benches/load/common.sh
 
 if ! command -v h2load >/dev/null 2>&1; then
@@ -46,29 +41,13 @@ cargo build --release --quiet --bin crawlgate
 make_work h2
 ORIGIN=$(free_port); PLAIN=$(free_port); TLS=$(free_port); METRICS=$(free_port)
 
-mkdir -p "$work/www/blog" "$work/logs"
-page='<!doctype html><html><head><title>page</title></head><body><p>A small static page served by the origin.</p></body></html>'
-for i in $(seq 1 50); do echo "$page" > "$work/www/blog/post-$i.html"; done
+write_pages
 printf 'User-agent: GPTBot\nDisallow: /\n\nUser-agent: *\nDisallow: /private/\n' > "$work/robots.txt"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
   -subj /CN=bench.test -addext subjectAltName=DNS:bench.test \
   -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 
-cat > "$work/nginx-origin.conf" <<EOF
-worker_processes 1;
-pid $work/nginx-origin.pid;
-error_log $work/logs/origin-error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 100000;
-  server {
-    listen 127.0.0.1:$ORIGIN;
-    root $work/www;
-  }
-}
-EOF
-$PIN_LOAD nginx -c "$work/nginx-origin.conf" -p "$work"
+start_origin "$ORIGIN"
 
 cat > "$work/crawlgate.yaml" <<EOF
 listen: ["127.0.0.1:$PLAIN"]
@@ -85,12 +64,6 @@ EOF
 RUST_LOG=warn $PIN_PROXY target/release/crawlgate serve --config "$work/crawlgate.yaml" 2>"$work/logs/crawlgate.log" &
 pids+=($!); PROXY_PID=$!
 for port in $ORIGIN $PLAIN $TLS $METRICS; do wait_port "$port"; done
-
-cpu_ticks() { # utime+stime of a process, in clock ticks
-  local fields; fields=$(sed 's/^.*) //' "/proc/$1/stat")
-  set -- $fields
-  echo $((${12} + ${13}))
-}
 
 user_agent() { # mix
   case "$1" in

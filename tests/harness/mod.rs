@@ -2,6 +2,7 @@
 //! and a real HTTP client. No fixed ports; waits poll with a deadline.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod dns;
 mod wire;
 pub use wire::*;
 
@@ -305,6 +306,44 @@ impl ProxyBuilder {
         proxy.wait_ready();
         proxy
     }
+}
+
+/// A configuration template for [`ProxyBuilder`] serving `sites` (each made by [`site`]): the
+/// listener, metrics, one pingora thread with a short grace period, and an access log in the
+/// proxy's folder (`access.jsonl`) when `access_log`.
+pub fn sites_template(access_log: bool, sites: &[String]) -> String {
+    let log = if access_log {
+        "access_log: \"{dir}/access.jsonl\"\n"
+    } else {
+        ""
+    };
+    format!(
+        "listen: [\"{{listen}}\"]\nmetrics: {{listen: \"{{metrics}}\"}}\n{log}pingora: {{threads: 1, grace_period_seconds: 2}}\nsites:\n{}",
+        sites.concat()
+    )
+}
+
+/// One entry of `sites:` for [`sites_template`]: `name`, for `hosts` (none: any host), in front
+/// of `upstream`, with its robots.txt from the file `robots` in the proxy's folder and the
+/// `more` lines (`key: value`) besides.
+pub fn site(
+    name: &str,
+    hosts: &[&str],
+    upstream: SocketAddr,
+    robots: &str,
+    more: &[&str],
+) -> String {
+    let mut entry = format!("  - name: {name}\n");
+    if !hosts.is_empty() {
+        entry.push_str(&format!("    hosts: [{}]\n", hosts.join(", ")));
+    }
+    entry.push_str(&format!(
+        "    upstream: \"{upstream}\"\n    robots: {{file: {robots}}}\n"
+    ));
+    for line in more {
+        entry.push_str(&format!("    {line}\n"));
+    }
+    entry
 }
 
 /// The crawlgate binary, with its output going to files in `dir`.
