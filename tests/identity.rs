@@ -85,6 +85,12 @@ fn published_ranges_verify_or_refute_ipv4_and_ipv6_clients() {
     }
     let spoofed = r#"crawlgate_requests_total{action="blocked",bot="Googlebot",category="search",site="site",verdict="allowed",verified="spoofed"}"#;
     assert_eq!(proxy.metric(spoofed), Some(2.0), "{}", proxy.metrics());
+    for (result, count) in [("verified", 2.0), ("spoofed", 2.0)] {
+        let by_ranges = format!(
+            r#"crawlgate_verifications_total{{bot="Googlebot",method="ranges",result="{result}",site="site"}}"#
+        );
+        assert_eq!(proxy.metric(&by_ranges), Some(count), "{}", proxy.metrics());
+    }
 }
 
 #[test]
@@ -196,6 +202,8 @@ fn reverse_dns_verifies_forward_confirmed_names_only() {
     request(&proxy, &origin, "/again", GOOGLEBOT, Some("66.249.66.1"));
     let cached = r#"crawlgate_dns_lookups_total{result="cached"}"#;
     assert_eq!(proxy.metric(cached), Some(1.0), "{}", proxy.metrics());
+    let by_dns = r#"crawlgate_verifications_total{bot="Googlebot",method="reverse-dns",result="verified",site="site"}"#;
+    assert_eq!(proxy.metric(by_dns), Some(3.0), "{}", proxy.metrics());
 }
 
 #[test]

@@ -330,6 +330,8 @@ fn signed_requests_are_verified_and_bad_signatures_refused() {
         );
     }
     assert_eq!(signatures(&proxy, "verified"), 1.0);
+    let by_signature = r#"crawlgate_verifications_total{bot="ChatGPT-User",method="signature",result="verified",site="site"}"#;
+    assert_eq!(proxy.metric(by_signature), Some(1.0));
     // Unsigned, the same browser is a person: not judged at all.
     let (status, _) = send(&proxy, "/agent-no/page2", &[]);
     assert_eq!(status, 200);
@@ -555,4 +557,71 @@ sites:
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (_, out) = explain(&config, &args);
     assert!(out.contains("verification:  spoofed by signature"), "{out}");
+}
+
+#[test]
+fn a_jwks_file_replaced_is_read_again_and_a_broken_one_keeps_the_keys() {
+    let origin = Origin::start();
+    let (old, new) = (Signer::new(21), Signer::new(22));
+    let config = format!(
+        r#"listen: ["{{listen}}"]
+metrics: {{listen: "{{metrics}}"}}
+pingora: {{threads: 1}}
+verification:
+  signatures:
+    directories:
+      - url: "https://agent.example"
+        bot: ChatGPT-User
+        jwks: signer.json
+sites:
+  - name: site
+    upstream: "{}"
+    robots: {{inline: "{ROBOTS}"}}
+    action: tag
+"#,
+        origin.addr
+    );
+    let proxy = ProxyBuilder::new(&config)
+        .file("signer.json", old.jwks())
+        .start();
+    let authority = authority(&proxy);
+    let verified_by = |signer: &Signer, path: &str| {
+        let headers = Signing::new(signer, &authority, "https://agent.example").headers();
+        let (status, body) = send(&proxy, path, &headers);
+        (status, body, origin.last(path))
+    };
+    let (status, _, seen) = verified_by(&old, "/agent-no/old");
+    assert_eq!(status, 200, "{}", proxy.logs());
+    assert_eq!(seen.unwrap().headers["x-crawlgate-verified"], "verified");
+
+    // The operator rotates the key: the file is replaced (written beside it, renamed over it).
+    let file = proxy.path("signer.json");
+    let replace = |body: &[u8]| {
+        let next = file.with_extension("json.new");
+        std::fs::write(&next, body).unwrap();
+        std::fs::rename(&next, &file).unwrap();
+    };
+    replace(new.jwks().as_bytes());
+    let mut attempt = 0;
+    wait_for("the new key to verify", || {
+        attempt += 1;
+        let path = format!("/agent-no/new-{attempt}");
+        let (status, _, seen) = verified_by(&new, &path);
+        (status == 200 && seen?.headers.get("x-crawlgate-verified")? == "verified").then_some(())
+    });
+    // The old key is gone with the old file: a signature made with it is a false claim.
+    let (status, body, _) = verified_by(&old, "/agent-no/old-again");
+    assert_eq!(status, 403, "{body}");
+
+    // A broken file is reported and the keys read before keep verifying.
+    replace(b"{\"keys\": [");
+    let (status, _, seen) = verified_by(&new, "/agent-no/after-broken");
+    assert_eq!(status, 200);
+    assert_eq!(seen.unwrap().headers["x-crawlgate-verified"], "verified");
+    wait_for("the broken file to be reported", || {
+        proxy.logs().contains("cannot use").then_some(())
+    });
+    let (status, _, seen) = verified_by(&new, "/agent-no/still");
+    assert_eq!(status, 200);
+    assert_eq!(seen.unwrap().headers["x-crawlgate-verified"], "verified");
 }

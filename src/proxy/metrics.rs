@@ -39,6 +39,7 @@ pub const METRIC_NAMES: &[&str] = &[
     "crawlgate_signatures_total",
     "crawlgate_signature_directory_fetches_total",
     "crawlgate_signature_keys",
+    "crawlgate_verifications_total",
 ];
 
 /// The metrics of one crawlgate process, in their own registry.
@@ -107,6 +108,9 @@ pub struct Metrics {
     pub signature_directory_fetches: IntCounterVec,
     /// `crawlgate_signature_keys{directory}`: keys held per key directory.
     pub signature_keys: IntGaugeVec,
+    /// `crawlgate_verifications_total{site, bot, result, method}`: crawler requests whose
+    /// identity was checked, by verdict and by the method that reached it.
+    pub verifications: IntCounterVec,
 }
 
 /// A metric that could not be registered: a programming error, reported at startup.
@@ -240,6 +244,12 @@ impl Metrics {
                 "crawlgate_signature_keys",
                 "Ed25519 keys held per key directory.",
                 &["directory"],
+            )?,
+            verifications: counter(
+                r,
+                "crawlgate_verifications_total",
+                "Crawler requests whose identity was checked, by result (verified, spoofed, unverifiable) and the method that reached it (ranges, reverse-dns, signature, none).",
+                &["site", "bot", "result", "method"],
             )?,
             ranges_reloads: counter(
                 r,

@@ -499,6 +499,18 @@ impl ProxyHttp for CrawlGate {
         } else {
             metrics.requests.with_label_values(&labels).inc();
         }
+        // Which method verified (or refuted) a crawler: people are never checked.
+        if decision.crawler && decision.verification.result != Verified::None {
+            metrics
+                .verifications
+                .with_label_values(&[
+                    site,
+                    &decision.bot,
+                    decision.verification.result.as_str(),
+                    decision.verification.method,
+                ])
+                .inc();
+        }
         // Unsigned requests are the rest of crawlgate_requests_total: not counted twice.
         if decision.crawler && decision.signature != "unsigned" {
             metrics

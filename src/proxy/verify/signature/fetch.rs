@@ -5,9 +5,10 @@
 //! service fetches configured directories from the start, the others once a request names
 //! them, and each again once its keys are `refresh` old.
 
-use super::directory::{Directory, MEDIA_TYPE};
+use super::directory::{Directory, Trust, MEDIA_TYPE};
 use super::keys::{KeySet, KeysError};
 use super::{SignatureSettings, Signatures};
+use crate::proxy::source::{FilePoll, FileWatch};
 use crate::proxy::verify::reverse_dns_can_vouch;
 use async_trait::async_trait;
 use pingora::server::ShutdownWatch;
@@ -16,6 +17,7 @@ use prometheus::{IntCounterVec, IntGaugeVec};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -293,9 +295,11 @@ impl Fetcher {
     async fn run(&self, mut shutdown: ShutdownWatch) {
         let mut attempts: HashMap<Arc<str>, Instant> = HashMap::new();
         let mut built: Option<(SignatureSettings, reqwest::Client)> = None;
+        let mut jwks_files = JwksWatches::default();
         loop {
             let trust = self.signatures.trust();
             let settings = &trust.settings;
+            jwks_files.poll(&trust, &self.signatures);
             if built.as_ref().is_none_or(|(s, _)| s != settings) {
                 match client(settings) {
                     Ok(client) => built = Some((settings.clone(), client)),
@@ -351,6 +355,42 @@ impl Fetcher {
                 _ = shutdown.changed() => return,
                 _ = self.signatures.keys.wake.notified() => {}
                 _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+        }
+    }
+}
+
+/// The JWKS files of the directories trusted, watched like the published-ranges files: a
+/// file replaced or rewritten is read again once it holds still, and a file that cannot be used
+/// keeps the keys read before.
+#[derive(Default)]
+struct JwksWatches {
+    /// The trust the watches were made for: a reload makes new ones (files read then).
+    trust: Option<Arc<Trust>>,
+    files: Vec<(Arc<str>, PathBuf, FileWatch)>,
+}
+
+impl JwksWatches {
+    fn poll(&mut self, trust: &Arc<Trust>, signatures: &Signatures) {
+        if !self.trust.as_ref().is_some_and(|t| Arc::ptr_eq(t, trust)) {
+            self.files = trust
+                .directories()
+                .filter_map(|directory| {
+                    let file = directory.jwks.clone()?;
+                    let watch = FileWatch::loaded(&file);
+                    Some((directory.url.clone(), file, watch))
+                })
+                .collect();
+            self.trust = Some(trust.clone());
+        }
+        for (url, file, watch) in &mut self.files {
+            if watch.poll(file) != FilePoll::Unchanged
+                && signatures
+                    .keys
+                    .load_jwks_file(url, file, trust.settings.max_keys)
+            {
+                log::info!("signatures: {url}: keys read again from {}", file.display());
+                watch.mark_loaded(file);
             }
         }
     }

@@ -7,7 +7,7 @@ use super::directory::{Directory, Trust};
 use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use web_bot_auth::keyring::{KeyRing, Thumbprintable};
@@ -217,24 +217,30 @@ impl KeyStore {
         }
     }
 
+    /// Holds the keys of the JWKS file `file` as `url`'s, and says whether it could. A file that
+    /// cannot be read or used is logged, and the keys held before are kept.
+    pub fn load_jwks_file(&self, url: &Arc<str>, file: &Path, max_keys: usize) -> bool {
+        let read = std::fs::read(file)
+            .map_err(|e| e.to_string())
+            .and_then(|body| KeySet::from_jwks(&body, max_keys).map_err(|e| e.to_string()));
+        match read {
+            Ok(keys) => {
+                self.put(url, keys, false);
+                true
+            }
+            Err(e) => {
+                log::warn!("signatures: {url}: cannot use {}: {e}", file.display());
+                false
+            }
+        }
+    }
+
     /// Reads the kept keys of `trust`'s fetched directories that are not held yet, and each
     /// directory's JWKS file. A kept file that cannot be used is logged and left alone.
     pub fn restore(&self, trust: &Trust) {
         for directory in trust.directories() {
             if let Some(file) = &directory.jwks {
-                let read = std::fs::read(file)
-                    .map_err(|e| e.to_string())
-                    .and_then(|body| {
-                        KeySet::from_jwks(&body, trust.settings.max_keys).map_err(|e| e.to_string())
-                    });
-                match read {
-                    Ok(keys) => self.put(&directory.url, keys, false),
-                    Err(e) => log::warn!(
-                        "signatures: {}: cannot use {}: {e}",
-                        directory.url,
-                        file.display()
-                    ),
-                }
+                self.load_jwks_file(&directory.url, file, trust.settings.max_keys);
                 continue;
             }
             if self.get(&directory.url).is_some() {
