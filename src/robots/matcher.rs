@@ -26,7 +26,10 @@
 //! octet; where more than a few pieces are suffixes of each other (`a`, `aa`, `aaa`, …), the long
 //! ones are indexed by a shorter suffix instead (wherever `aaaa` occurs, `aa` does too), so that
 //! a scan reports at most four matches per octet, whatever the file, and it stops as soon as
-//! every piece has been seen.
+//! every piece has been seen. On a long path it also stops, at geometrically spaced checkpoints,
+//! once the candidates found so far are settled and no piece not yet seen could bring a better
+//! glob: a path's resolved form never holds `//` or `/./`, so pieces with them would otherwise
+//! keep every such scan going to the path's last octet.
 
 use super::pattern::{Glob, Key, Prepared, Shape};
 use super::problem::{Problem, ProblemKind};
@@ -167,9 +170,10 @@ impl PieceAutomaton {
             .map(PieceAutomaton::Nfa)
     }
 
-    /// Calls `found(piece)` for each piece that ends at an octet of `haystack`, in order, until
-    /// it returns false.
-    fn scan(&self, haystack: &[u8], found: impl FnMut(usize) -> bool) {
+    /// Calls `found(Event::Piece(piece))` for each piece that ends at an octet of `haystack`, in
+    /// order, and `found(Event::Checkpoint)` at each of [`scan`]'s checkpoints, until it returns
+    /// false.
+    fn scan(&self, haystack: &[u8], found: impl FnMut(Event) -> bool) {
         match self {
             PieceAutomaton::Dfa(dfa) => scan(dfa, haystack, found),
             PieceAutomaton::Nfa(nfa) => scan(nfa, haystack, found),
@@ -177,23 +181,53 @@ impl PieceAutomaton {
     }
 }
 
+/// What a scan reports.
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    /// A piece ends at the octet just read.
+    Piece(usize),
+    /// The scan has read [`FIRST_CHECKPOINT`] octets, or four times as many as at the previous
+    /// checkpoint, and the path goes on: a chance to stop early.
+    Checkpoint,
+}
+
 /// The walk of [`PieceAutomaton::scan`]: one transition per octet, and a look at the matches
-/// only in match states (at most [`MAX_SUFFIX_CHAIN`] each).
-fn scan<A: Automaton>(automaton: &A, haystack: &[u8], mut found: impl FnMut(usize) -> bool) {
+/// only in match states (at most [`MAX_SUFFIX_CHAIN`] each). Checkpoints come at geometrically
+/// spaced octets, so that a long path can be given up on when the rest cannot change the answer,
+/// at a cost (a few candidate checks each) that stays a small part of the scan's.
+fn scan<A: Automaton>(automaton: &A, haystack: &[u8], mut found: impl FnMut(Event) -> bool) {
     let Ok(mut state) = automaton.start_state(Anchored::No) else {
         return;
     };
-    for &byte in haystack {
-        state = automaton.next_state(Anchored::No, state, byte);
-        if automaton.is_special(state) && automaton.is_match(state) {
-            for index in 0..automaton.match_len(state) {
-                if !found(automaton.match_pattern(state, index).as_usize()) {
-                    return;
+    let mut from = 0;
+    let mut until = haystack.len().min(FIRST_CHECKPOINT);
+    loop {
+        for &byte in haystack.get(from..until).unwrap_or_default() {
+            state = automaton.next_state(Anchored::No, state, byte);
+            if automaton.is_special(state) && automaton.is_match(state) {
+                for index in 0..automaton.match_len(state) {
+                    let piece = automaton.match_pattern(state, index).as_usize();
+                    if !found(Event::Piece(piece)) {
+                        return;
+                    }
                 }
             }
         }
+        if until >= haystack.len() || !found(Event::Checkpoint) {
+            return;
+        }
+        from = until;
+        until = haystack.len().min(until.saturating_mul(4));
     }
 }
+
+/// The first checkpoint of a scan: paths shorter than this (nearly every real one) are scanned
+/// to their end or until every piece is seen, as before checkpoints existed.
+const FIRST_CHECKPOINT: usize = 512;
+
+/// The most unseen pieces a checkpoint looks at before it gives up and lets the scan go on: a
+/// file of many thousands of pieces cannot make a checkpoint cost more than the scan it saves.
+const CHECKPOINT_PIECES: usize = 256;
 
 /// The largest DFA over inner pieces; past it, the NFA (slower per octet, far smaller).
 const MAX_PIECE_DFA_BYTES: usize = 4 << 20;
@@ -267,6 +301,10 @@ pub(crate) struct GroupMatcher {
     /// Globs' inner pieces, and the globs filed under each.
     pieces: Option<PieceAutomaton>,
     piece_filed: Vec<Filed>,
+    /// Each piece's best glob (of any first piece), and the pieces in that order: a checkpoint
+    /// looks at unseen pieces best first and stops at the first that cannot beat the answer.
+    piece_best: Vec<GlobId>,
+    pieces_by_best: Vec<u32>,
     /// Lists of globs (each sorted, so best first) that the indexes point into.
     lists: Vec<GlobId>,
     /// The best glob of `suffixes` and of `pieces`: a search that cannot beat the rule found so
@@ -469,6 +507,21 @@ impl GroupMatcher {
             .filter_map(|(piece, first, id)| Some((*piece_id.get(piece)?, first_of(first), *id)))
             .collect();
         file_globs(triples, &mut matcher.piece_filed, &mut matcher.lists);
+        matcher.piece_best = matcher
+            .piece_filed
+            .iter()
+            .map(|filed| {
+                filed
+                    .iter()
+                    .filter_map(|&(_, start, _)| matcher.lists.get(start as usize).copied())
+                    .min()
+                    .unwrap_or(GlobId::MAX)
+            })
+            .collect();
+        matcher.pieces_by_best = (0..matcher.piece_best.len() as u32).collect();
+        matcher
+            .pieces_by_best
+            .sort_by_key(|&piece| matcher.piece_best.get(piece as usize).copied());
 
         let valued: Vec<(&[u8], u32)> = strings.iter().map(|s| (*s, string_id[s])).collect();
         let suffix_valued: Vec<(&[u8], u32)> =
@@ -548,7 +601,9 @@ impl GroupMatcher {
         if suffixes {
             self.suffixes.walk_back(path, |value, _| {
                 if let Some(filed) = self.suffix_filed.get(value as usize) {
-                    filed_under(filed, &firsts, &mut cursors);
+                    Self::filed_under(filed, &firsts, |start, end| {
+                        cursors.ranges.push((start, end));
+                    });
                 }
             });
         }
@@ -556,17 +611,24 @@ impl GroupMatcher {
             let total = self.piece_filed.len();
             let mut seen: SmallVec<[u64; 8]> = smallvec::smallvec![0; total.div_ceil(64)];
             let mut count = 0;
-            automaton.scan(path, |piece| {
-                let (word, bit) = (piece / 64, 1u64 << (piece % 64));
-                if let Some(w) = seen.get_mut(word).filter(|w| **w & bit == 0) {
-                    *w |= bit;
-                    count += 1;
-                    if let Some(filed) = self.piece_filed.get(piece) {
-                        filed_under(filed, &firsts, &mut cursors);
+            automaton.scan(path, |event| match event {
+                Event::Piece(piece) => {
+                    let (word, bit) = (piece / 64, 1u64 << (piece % 64));
+                    if let Some(w) = seen.get_mut(word).filter(|w| **w & bit == 0) {
+                        *w |= bit;
+                        count += 1;
+                        if let Some(filed) = self.piece_filed.get(piece) {
+                            Self::filed_under(filed, &firsts, |start, end| {
+                                cursors.ranges.push((start, end));
+                            });
+                        }
                     }
+                    // Once every piece has been seen, the rest of the path cannot add a glob.
+                    count < total
                 }
-                // Once every piece has been seen, the rest of the path cannot add a glob.
-                count < total
+                Event::Checkpoint => {
+                    self.checkpoint(&mut cursors, path, &mut bound, &seen, &firsts)
+                }
             });
         }
         if let Some(position) = self.first_matching(&mut cursors, path, bound) {
@@ -589,6 +651,7 @@ impl GroupMatcher {
 
     /// The position of the best candidate glob before `bound` that matches `path`. Candidates
     /// are checked best first, across all their lists, and the first that matches is the one.
+    #[inline(always)]
     fn first_matching(&self, cursors: &mut Cursors, path: &[u8], bound: u32) -> Option<u32> {
         let head = |range: &(u32, u32)| {
             (range.0 < range.1)
@@ -639,6 +702,84 @@ impl GroupMatcher {
         }
     }
 
+    /// At a checkpoint of a long path's scan: settles the candidates found so far (the checks
+    /// the end of the query would make of them anyway), and says whether to go on, which is only
+    /// if a piece not yet seen could bring a glob that beats the answer. Pieces that a path's form
+    /// can never hold (`//` in a resolved path) would otherwise keep the scan going to the last
+    /// octet. Out of line: the scan's per-piece work stays small enough to be inlined.
+    #[inline(never)]
+    fn checkpoint(
+        &self,
+        cursors: &mut Cursors,
+        path: &[u8],
+        bound: &mut u32,
+        seen: &[u64],
+        firsts: &[u32],
+    ) -> bool {
+        if let Some(position) = self.first_matching(cursors, path, *bound) {
+            *bound = position;
+        }
+        // Every candidate before `bound` has been checked and does not match.
+        cursors.ranges.clear();
+        self.unseen_could_beat(seen, firsts, *bound)
+    }
+
+    /// Whether a piece not in `seen` has a glob filed under one of `firsts` (sorted) that comes
+    /// before `bound`; true also when too many pieces would have to be looked at to tell.
+    fn unseen_could_beat(&self, seen: &[u64], firsts: &[u32], bound: u32) -> bool {
+        let mut looked = 0;
+        for &piece in &self.pieces_by_best {
+            if !self.beats(self.piece_best.get(piece as usize).copied(), bound) {
+                // In order of their best glob: no piece after this one can beat `bound` either.
+                return false;
+            }
+            let piece = piece as usize;
+            if seen
+                .get(piece / 64)
+                .is_some_and(|w| w & (1u64 << (piece % 64)) != 0)
+            {
+                continue;
+            }
+            looked += 1;
+            if looked > CHECKPOINT_PIECES {
+                return true;
+            }
+            let Some(filed) = self.piece_filed.get(piece) else {
+                continue;
+            };
+            let mut better = false;
+            Self::filed_under(filed, firsts, |start, _| {
+                better |= self.beats(self.lists.get(start as usize).copied(), bound);
+            });
+            if better {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Calls `push(start, end)` for the lists filed under one piece whose first piece starts the
+    /// path (is in `firsts`, sorted). The shorter of the two sorted lists is looked up in the
+    /// longer one. Out of line, as the scan's callback must stay small to be inlined.
+    #[inline(never)]
+    fn filed_under(filed: &Filed, firsts: &[u32], mut push: impl FnMut(u32, u32)) {
+        if filed.len() <= firsts.len() {
+            for &(first, start, end) in filed {
+                if firsts.binary_search(&first).is_ok() {
+                    push(start, end);
+                }
+            }
+        } else {
+            for first in firsts {
+                if let Ok(at) = filed.binary_search_by_key(first, |entry| entry.0) {
+                    if let Some(&(_, start, end)) = filed.get(at) {
+                        push(start, end);
+                    }
+                }
+            }
+        }
+    }
+
     /// Whether the glob `best` (the best of an index) comes before `bound`.
     fn beats(&self, best: Option<GlobId>, bound: u32) -> bool {
         best.and_then(|id| self.globs.get(id as usize))
@@ -648,26 +789,6 @@ impl GroupMatcher {
     /// How many distinct rules were compiled.
     pub fn len(&self) -> usize {
         self.order.len()
-    }
-}
-
-/// Adds the lists filed under one piece whose first piece starts the path (is in `firsts`,
-/// sorted). The shorter of the two sorted lists is looked up in the longer one.
-fn filed_under(filed: &Filed, firsts: &[u32], cursors: &mut Cursors) {
-    if filed.len() <= firsts.len() {
-        for &(first, start, end) in filed {
-            if firsts.binary_search(&first).is_ok() {
-                cursors.ranges.push((start, end));
-            }
-        }
-    } else {
-        for first in firsts {
-            if let Ok(at) = filed.binary_search_by_key(first, |entry| entry.0) {
-                if let Some(&(_, start, end)) = filed.get(at) {
-                    cursors.ranges.push((start, end));
-                }
-            }
-        }
     }
 }
 
@@ -794,6 +915,63 @@ mod tests {
         assert_eq!(indexed[&b"aaaaa"[..]], b"aaaa");
         assert_eq!(indexed[&b"aaaaaa"[..]], b"aaaa");
         assert_eq!(indexed[&b"/x/"[..]], b"/x/");
+    }
+
+    /// Whether a normalised pattern matches a prefix of `path`, by the set of path positions
+    /// each step of the pattern can reach: linear in the path, for long paths.
+    fn reach_match(pattern: &[u8], path: &[u8]) -> bool {
+        let (pattern, anchored) = match pattern.split_last() {
+            Some((b'$', rest)) => (rest, true),
+            _ => (pattern, false),
+        };
+        let mut reach = vec![false; path.len() + 1];
+        reach[0] = true;
+        for &token in pattern {
+            let mut next = vec![false; path.len() + 1];
+            if token == b'*' {
+                let mut any = false;
+                for (at, slot) in next.iter_mut().enumerate() {
+                    any |= reach[at];
+                    *slot = any;
+                }
+            } else {
+                for at in 0..path.len() {
+                    next[at + 1] = reach[at] && path[at] == token;
+                }
+            }
+            reach = next;
+        }
+        if anchored {
+            reach[path.len()]
+        } else {
+            reach.contains(&true)
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        /// Paths long enough to reach the scan's checkpoints, where pieces with a `c` (rare in
+        /// the paths) are unseen and the scan may stop early: the answer is still every rule's.
+        #[test]
+        fn long_paths_agree_with_trying_every_rule(
+            rules in prop::collection::vec((any::<bool>(), "[*]?/[abc/*]{0,6}[$]?"), 1..24),
+            paths in prop::collection::vec(("/[ab/]{0,4}", "[ab/]{400,2400}", "[abc/]{0,6}"), 1..6),
+        ) {
+            let rules: Vec<(bool, &str)> = rules.iter().map(|(a, p)| (*a, p.as_str())).collect();
+            let prepared = prepared(&rules);
+            let matcher = GroupMatcher::build(prepared.clone(), &mut Vec::new());
+            for (head, body, tail) in &paths {
+                let path = format!("{head}{body}{tail}");
+                let want = prepared
+                    .iter()
+                    .filter(|rule| reach_match(&rule.normalized, path.as_bytes()))
+                    .max_by_key(|rule| rule.key())
+                    .map(|rule| rule.rule);
+                let got = matcher.decide(path.as_bytes(), None).map(|f| f.rule);
+                prop_assert_eq!(got, want, "{}", path);
+            }
+        }
     }
 
     proptest! {
