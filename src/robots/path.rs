@@ -331,62 +331,53 @@ fn needs_resolving(path: &[u8]) -> bool {
     false
 }
 
-/// [`canonical`]'s resolution of a path (no query), in place and in one pass over its octets,
-/// with kept segments written as `/segment`: an attacker's 16 KiB of `/./a/../` costs one copy,
-/// not a search and an allocation per segment.
+/// [`canonical`]'s resolution of a path (no query). Segments kept side by side are copied as
+/// one run, so that an attacker's 16 KiB of `/a/./b//c/../` costs a few copies and one search
+/// for `/`, not a copy per segment or per octet.
 fn resolve(path: &[u8]) -> Vec<u8> {
-    // The path behind one `/` of our own, so that a first segment without one is written as
-    // `/segment` too; the resolved path is compacted into the front of the same buffer (it
-    // only ever loses octets, so writing never overtakes reading).
-    let mut buf = Vec::with_capacity(path.len() + 2);
-    buf.push(b'/');
-    buf.extend_from_slice(path);
-    let bytes = buf.as_mut_slice();
-    let (mut write, mut start, mut depth) = (1, 1, 0usize);
-    let mut first = true;
-    // Set by every segment; the last one's says whether the path ends in `/`.
-    let mut trailing_slash;
-    let mut read = 1;
-    loop {
-        let byte = bytes.get(read).copied();
-        read += 1;
-        if let Some(byte) = byte.filter(|&byte| byte != b'/') {
-            if let Some(slot) = bytes.get_mut(write) {
-                *slot = byte;
+    let mut out = Vec::with_capacity(path.len() + 1);
+    // Kept segments not yet copied: `path[run.0..run.1]`, each with the `/` before it.
+    let mut run = (0, 0);
+    let mut depth = 0usize;
+    let mut trailing_slash = false;
+    let mut start = 0;
+    // A plain scan for `/`: segments are short, and a vectorised search per segment costs more.
+    let slashes = path.iter().enumerate().filter(|&(_, &b)| b == b'/');
+    for end in slashes.map(|(at, _)| at).chain(std::iter::once(path.len())) {
+        let segment = path.get(start..end).unwrap_or_default();
+        let (first, last) = (start == 0, end == path.len());
+        match segment {
+            b"" | b"." | b".." => {
+                out.extend_from_slice(path.get(run.0..run.1).unwrap_or_default());
+                trailing_slash = last && (!segment.is_empty() || !first);
+                if segment == b".." && depth > 0 {
+                    // Every segment in `out` starts with its `/`: the last one starts the last.
+                    out.truncate(memchr::memrchr(b'/', &out).unwrap_or(0));
+                    depth -= 1;
+                }
+                run = (end, end);
             }
-            write += 1;
-            continue;
-        }
-        let last = byte.is_none();
-        let segment = bytes.get(start..write).unwrap_or_default();
-        if matches!(segment, b"" | b"." | b"..") {
-            trailing_slash = last && (!segment.is_empty() || !first);
-            let up = segment == b"..";
-            write = start - 1;
-            if up && depth > 0 {
-                // The last `/` written starts the last segment kept.
-                write = memchr::memrchr(b'/', bytes.get(..write).unwrap_or_default()).unwrap_or(0);
-                depth -= 1;
+            _ if first => {
+                // A path without a leading `/`: its first segment gets one.
+                out.push(b'/');
+                out.extend_from_slice(segment);
+                depth += 1;
+                trailing_slash = false;
+                run = (end, end);
             }
-        } else {
-            depth += 1;
-            trailing_slash = false;
+            _ => {
+                run.1 = end;
+                depth += 1;
+                trailing_slash = false;
+            }
         }
-        if last {
-            break;
-        }
-        if let Some(slot) = bytes.get_mut(write) {
-            *slot = b'/';
-        }
-        write += 1;
-        start = write;
-        first = false;
+        start = end + 1;
     }
-    buf.truncate(write);
+    out.extend_from_slice(path.get(run.0..run.1).unwrap_or_default());
     if depth == 0 || trailing_slash {
-        buf.push(b'/');
+        out.push(b'/');
     }
-    buf
+    out
 }
 
 #[cfg(test)]
