@@ -520,42 +520,39 @@ sites:
         ),
     )
     .unwrap();
-    let headers = Signing::new(&signer, "site.example", "https://agent.example").headers();
-    let mut args = vec![
-        "--ua".to_owned(),
-        FIREFOX.to_owned(),
-        "--ip".to_owned(),
-        "192.0.2.1".to_owned(),
-        "--no-dns".to_owned(),
-        "https://site.example/agent-no/x".to_owned(),
-    ];
-    for (name, value) in &headers {
-        args.push("--header".into());
-        args.push(format!("{name}: {value}"));
-    }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, out) = explain(&config, &args);
+    // explain, for a browser's User-Agent on a signed request.
+    let explain_signed = |signing: Signing| {
+        let mut args = vec![
+            "--ua".to_owned(),
+            FIREFOX.to_owned(),
+            "--ip".to_owned(),
+            "192.0.2.1".to_owned(),
+            "--no-dns".to_owned(),
+            "https://site.example/agent-no/x".to_owned(),
+        ];
+        for (name, value) in &signing.headers() {
+            args.push("--header".into());
+            args.push(format!("{name}: {value}"));
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        explain(&config, &args)
+    };
+    let (code, out) = explain_signed(Signing::new(
+        &signer,
+        "site.example",
+        "https://agent.example",
+    ));
     assert!(
         out.contains("verification:  verified by signature"),
         "{code}: {out}"
     );
     assert!(out.contains("ChatGPT-User"), "{out}");
     // Tampered (signed for another host), it is a false claim to be ChatGPT-User.
-    let tampered = Signing::new(&signer, "other.example", "https://agent.example").headers();
-    let mut args = vec![
-        "--ua".to_owned(),
-        FIREFOX.to_owned(),
-        "--ip".to_owned(),
-        "192.0.2.1".to_owned(),
-        "--no-dns".to_owned(),
-        "https://site.example/agent-no/x".to_owned(),
-    ];
-    for (name, value) in &tampered {
-        args.push("--header".into());
-        args.push(format!("{name}: {value}"));
-    }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (_, out) = explain(&config, &args);
+    let (_, out) = explain_signed(Signing::new(
+        &signer,
+        "other.example",
+        "https://agent.example",
+    ));
     assert!(out.contains("verification:  spoofed by signature"), "{out}");
 }
 

@@ -175,7 +175,7 @@ impl OriginClient {
 }
 
 /// An error with its causes, which reqwest keeps apart (`error sending request: connection refused`).
-fn error_chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

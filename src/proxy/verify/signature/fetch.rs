@@ -8,7 +8,7 @@
 use super::directory::{Directory, Trust, MEDIA_TYPE};
 use super::keys::{KeySet, KeysError};
 use super::{SignatureSettings, Signatures};
-use crate::proxy::source::{FilePoll, FileWatch};
+use crate::proxy::source::{error_chain, FilePoll, FileWatch};
 use crate::proxy::verify::reverse_dns_can_vouch;
 use async_trait::async_trait;
 use pingora::server::ShutdownWatch;
@@ -213,18 +213,6 @@ pub async fn fetch(
         url: url.clone(),
         source,
     })
-}
-
-/// An error with its causes: reqwest's own text hides why a connection failed.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// The background service that keeps directories' keys fresh.
