@@ -594,7 +594,8 @@ pub struct PingoraFile {
     pub threads: Option<Bounded<1, 1024>>,
     /// Seconds to drain connections on SIGTERM before exiting (default 5).
     pub grace_period_seconds: Option<Bounded<0, 3600>>,
-    /// Whether idle worker threads steal tasks from busy ones (default true).
+    /// Whether idle worker threads steal tasks from busy ones (default: on with more than one
+    /// thread).
     pub work_stealing: Option<bool>,
     /// Idle upstream connections kept for reuse (default 128).
     pub upstream_keepalive_pool_size: Option<Bounded<0, 1_000_000>>,
