@@ -118,6 +118,21 @@ fn find(haystack: &[u8], finder: &Finder<'_>) -> Option<usize> {
     finder.find(&haystack[starts..]).map(|found| found + starts)
 }
 
+/// Where `key` is in `sorted`. A short list is counted through rather than halved: the count
+/// of smaller ids is a vectorised loop with no branch, where each halving step waits on a load
+/// (a piece's list is searched for a few first pieces, hundreds of times on a long path).
+#[inline]
+fn position_in(sorted: &[u32], key: u32) -> Option<usize> {
+    if sorted.len() > LINEAR_SEARCH {
+        return sorted.binary_search(&key).ok();
+    }
+    let below = sorted.iter().map(|&id| u32::from(id < key)).sum::<u32>() as usize;
+    (sorted.get(below) == Some(&key)).then_some(below)
+}
+
+/// The longest list [`position_in`] counts through.
+const LINEAR_SEARCH: usize = 128;
+
 /// Whether two short byte strings are equal, without a call to `memcmp`: the pieces compared
 /// here are a few octets long, and the call costs more than the comparison.
 #[inline]
@@ -136,10 +151,65 @@ struct Literal {
     globs: (u32, u32),
 }
 
-/// Globs filed under one piece, by first piece: `(first, start, end)` ranges of
-/// [`GroupMatcher::lists`], sorted by `first` (a [`GroupMatcher::strings`] id, or
-/// [`ANY_FIRST`]).
-type Filed = Vec<(u32, u32, u32)>;
+/// Globs filed under each piece of an index (the suffixes, or the inner pieces), by first piece.
+/// A piece's entries are `firsts[span]`, sorted (each a [`GroupMatcher::strings`] id, or
+/// [`ANY_FIRST`]), and beside them `ranges[span]`, each the `(start, end)` of a list in
+/// [`GroupMatcher::lists`]. The first pieces are searched hundreds of times on a long path, a
+/// few per piece found, and the ranges read only when one is there: kept apart, the searched
+/// ids of a whole file sit in a few cache lines per piece.
+#[derive(Debug, Default)]
+struct Filed {
+    spans: Vec<(u32, u32)>,
+    firsts: Vec<u32>,
+    ranges: Vec<(u32, u32)>,
+}
+
+impl Filed {
+    /// Files `(piece, first, glob)` triples for `pieces` pieces: per piece, one list of globs per
+    /// first piece, appended to `lists`.
+    fn build(pieces: usize, mut triples: Vec<(u32, u32, GlobId)>, lists: &mut Vec<GlobId>) -> Self {
+        triples.sort_unstable();
+        let mut filed = Filed {
+            spans: vec![(0, 0); pieces],
+            ..Filed::default()
+        };
+        let mut i = 0;
+        while i < triples.len() {
+            let (piece, first, _) = triples[i];
+            let start = lists.len() as u32;
+            while i < triples.len() && triples[i].0 == piece && triples[i].1 == first {
+                lists.push(triples[i].2);
+                i += 1;
+            }
+            if let Some(span) = filed.spans.get_mut(piece as usize) {
+                if span.0 == span.1 {
+                    *span = (filed.firsts.len() as u32, filed.firsts.len() as u32);
+                }
+                span.1 += 1;
+                filed.firsts.push(first);
+                filed.ranges.push((start, lists.len() as u32));
+            }
+        }
+        filed
+    }
+
+    /// How many pieces the index has.
+    fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// The first pieces filed under `piece`, sorted, and the list range of each.
+    fn of(&self, piece: usize) -> (&[u32], &[(u32, u32)]) {
+        let Some(&(start, end)) = self.spans.get(piece) else {
+            return (&[], &[]);
+        };
+        let span = start as usize..end as usize;
+        (
+            self.firsts.get(span.clone()).unwrap_or_default(),
+            self.ranges.get(span).unwrap_or_default(),
+        )
+    }
+}
 
 /// The automaton over a group's inner pieces, walked octet by octet: a DFA when it is small
 /// enough, else a contiguous NFA.
@@ -171,9 +241,9 @@ impl PieceAutomaton {
     }
 
     /// Calls `found(Event::Piece(piece))` for each piece that ends at an octet of `haystack`, in
-    /// order, and `found(Event::Checkpoint)` at each of [`scan`]'s checkpoints, until it returns
-    /// false.
-    fn scan(&self, haystack: &[u8], found: impl FnMut(Event) -> bool) {
+    /// order, and `found(Event::Checkpoint)` at each of [`scan`]'s checkpoints, until it answers
+    /// [`Heard::Stop`]. Pieces already answered [`Heard::Known`] may not be reported again.
+    fn scan(&self, haystack: &[u8], found: impl FnMut(Event) -> Heard) {
         match self {
             PieceAutomaton::Dfa(dfa) => scan(dfa, haystack, found),
             PieceAutomaton::Nfa(nfa) => scan(nfa, haystack, found),
@@ -191,35 +261,66 @@ enum Event {
     Checkpoint,
 }
 
+/// What the listener of a scan makes of an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Heard {
+    /// A piece not seen before: go on.
+    New,
+    /// A piece seen before, or a checkpoint passed: go on.
+    Known,
+    /// The rest of the path cannot change the answer.
+    Stop,
+}
+
 /// The walk of [`PieceAutomaton::scan`]: one transition per octet, and a look at the matches
-/// only in match states (at most [`MAX_SUFFIX_CHAIN`] each). Checkpoints come at geometrically
-/// spaced octets, so that a long path can be given up on when the rest cannot change the answer,
-/// at a cost (a few candidate checks each) that stays a small part of the scan's.
-fn scan<A: Automaton>(automaton: &A, haystack: &[u8], mut found: impl FnMut(Event) -> bool) {
+/// only in match states (at most [`MAX_SUFFIX_CHAIN`] each). A match state whose pieces have all
+/// been reported before is remembered (in a small direct-mapped table), and its matches are not
+/// looked at again: on a path that repeats itself (`/aaaa…`, `////…`, `/ab/ab/…`) every octet
+/// would otherwise report the same few pieces, several times the cost of the walk. Checkpoints
+/// come at geometrically spaced octets, so that a long path can be given up on when the rest
+/// cannot change the answer, at a cost (a few candidate checks each) that stays a small part of
+/// the scan's.
+fn scan<A: Automaton>(automaton: &A, haystack: &[u8], mut found: impl FnMut(Event) -> Heard) {
     let Ok(mut state) = automaton.start_state(Anchored::No) else {
         return;
     };
+    let mut known = [usize::MAX; KNOWN_STATES];
     let mut from = 0;
     let mut until = haystack.len().min(FIRST_CHECKPOINT);
     loop {
         for &byte in haystack.get(from..until).unwrap_or_default() {
             state = automaton.next_state(Anchored::No, state, byte);
             if automaton.is_special(state) && automaton.is_match(state) {
+                let id = state.as_usize();
+                let slot = known.get_mut(id % KNOWN_STATES);
+                if slot.as_deref() == Some(&id) {
+                    continue;
+                }
+                let mut all_known = true;
                 for index in 0..automaton.match_len(state) {
                     let piece = automaton.match_pattern(state, index).as_usize();
-                    if !found(Event::Piece(piece)) {
-                        return;
+                    match found(Event::Piece(piece)) {
+                        Heard::Stop => return,
+                        Heard::New => all_known = false,
+                        Heard::Known => {}
                     }
+                }
+                if let Some(slot) = slot.filter(|_| all_known) {
+                    *slot = id;
                 }
             }
         }
-        if until >= haystack.len() || !found(Event::Checkpoint) {
+        if until >= haystack.len() || found(Event::Checkpoint) == Heard::Stop {
             return;
         }
         from = until;
         until = haystack.len().min(until.saturating_mul(4));
     }
 }
+
+/// The match states a scan remembers as holding only pieces it has reported (a prime, so that
+/// state ids, which are multiples of the automaton's stride, spread over the table).
+const KNOWN_STATES: usize = 61;
 
 /// The first checkpoint of a scan: paths shorter than this (nearly every real one) are scanned
 /// to their end or until every piece is seen, as before checkpoints existed.
@@ -297,10 +398,10 @@ pub(crate) struct GroupMatcher {
     literals: Vec<Literal>,
     /// Globs' last pieces, reversed; values index `suffix_filed`.
     suffixes: Radix,
-    suffix_filed: Vec<Filed>,
+    suffix_filed: Filed,
     /// Globs' inner pieces, and the globs filed under each.
     pieces: Option<PieceAutomaton>,
-    piece_filed: Vec<Filed>,
+    piece_filed: Filed,
     /// Each piece's best glob (of any first piece), and the pieces in that order: a checkpoint
     /// looks at unseen pieces best first and stops at the first that cannot beat the answer.
     piece_best: Vec<GlobId>,
@@ -344,23 +445,6 @@ fn index_for<'g>(glob: &Glob<'g>, indexed: &HashMap<&'g [u8], &'g [u8]>) -> Via<
         (_, Some(piece)) => Via::Piece(piece),
         (Some(last), None) => Via::Last(last),
         (None, None) => Via::First,
-    }
-}
-
-/// Files `(key, first, glob)` triples: per key, one list of globs per first piece.
-fn file_globs(mut triples: Vec<(u32, u32, GlobId)>, filed: &mut [Filed], lists: &mut Vec<GlobId>) {
-    triples.sort_unstable();
-    let mut i = 0;
-    while i < triples.len() {
-        let (key, first, _) = triples[i];
-        let start = lists.len() as u32;
-        while i < triples.len() && triples[i].0 == key && triples[i].1 == first {
-            lists.push(triples[i].2);
-            i += 1;
-        }
-        if let Some(list) = filed.get_mut(key as usize) {
-            list.push((first, start, lists.len() as u32));
-        }
     }
 }
 
@@ -489,7 +573,6 @@ impl GroupMatcher {
             .map(|(last, _, _)| last.iter().rev().copied().collect())
             .collect();
         let (suffixes, suffix_id) = ids(reversed.iter().map(Vec::as_slice));
-        matcher.suffix_filed = vec![Vec::new(); suffixes.len()];
         let triples = via_last
             .iter()
             .zip(&reversed)
@@ -497,23 +580,21 @@ impl GroupMatcher {
                 Some((*suffix_id.get(reversed.as_slice())?, first_of(first), *id))
             })
             .collect();
-        file_globs(triples, &mut matcher.suffix_filed, &mut matcher.lists);
+        matcher.suffix_filed = Filed::build(suffixes.len(), triples, &mut matcher.lists);
 
         // The piece automaton.
         let (pieces, piece_id) = ids(via_piece.iter().map(|(piece, _, _)| *piece));
-        matcher.piece_filed = vec![Vec::new(); pieces.len()];
         let triples = via_piece
             .iter()
             .filter_map(|(piece, first, id)| Some((*piece_id.get(piece)?, first_of(first), *id)))
             .collect();
-        file_globs(triples, &mut matcher.piece_filed, &mut matcher.lists);
-        matcher.piece_best = matcher
-            .piece_filed
-            .iter()
-            .map(|filed| {
-                filed
+        matcher.piece_filed = Filed::build(pieces.len(), triples, &mut matcher.lists);
+        matcher.piece_best = (0..matcher.piece_filed.len())
+            .map(|piece| {
+                let (_, ranges) = matcher.piece_filed.of(piece);
+                ranges
                     .iter()
-                    .filter_map(|&(_, start, _)| matcher.lists.get(start as usize).copied())
+                    .filter_map(|&(start, _)| matcher.lists.get(start as usize).copied())
                     .min()
                     .unwrap_or(GlobId::MAX)
             })
@@ -600,11 +681,13 @@ impl GroupMatcher {
         }
         if suffixes {
             self.suffixes.walk_back(path, |value, _| {
-                if let Some(filed) = self.suffix_filed.get(value as usize) {
-                    Self::filed_under(filed, &firsts, |start, end| {
+                Self::filed_under(
+                    self.suffix_filed.of(value as usize),
+                    &firsts,
+                    |start, end| {
                         cursors.ranges.push((start, end));
-                    });
-                }
+                    },
+                );
             });
         }
         if let Some(automaton) = self.pieces.as_ref().filter(|_| pieces) {
@@ -614,20 +697,27 @@ impl GroupMatcher {
             automaton.scan(path, |event| match event {
                 Event::Piece(piece) => {
                     let (word, bit) = (piece / 64, 1u64 << (piece % 64));
-                    if let Some(w) = seen.get_mut(word).filter(|w| **w & bit == 0) {
-                        *w |= bit;
-                        count += 1;
-                        if let Some(filed) = self.piece_filed.get(piece) {
-                            Self::filed_under(filed, &firsts, |start, end| {
-                                cursors.ranges.push((start, end));
-                            });
-                        }
-                    }
+                    let Some(w) = seen.get_mut(word).filter(|w| **w & bit == 0) else {
+                        return Heard::Known;
+                    };
+                    *w |= bit;
+                    count += 1;
+                    Self::filed_under(self.piece_filed.of(piece), &firsts, |start, end| {
+                        cursors.ranges.push((start, end));
+                    });
                     // Once every piece has been seen, the rest of the path cannot add a glob.
-                    count < total
+                    if count < total {
+                        Heard::New
+                    } else {
+                        Heard::Stop
+                    }
                 }
                 Event::Checkpoint => {
-                    self.checkpoint(&mut cursors, path, &mut bound, &seen, &firsts)
+                    if self.checkpoint(&mut cursors, path, &mut bound, &seen, &firsts) {
+                        Heard::Known
+                    } else {
+                        Heard::Stop
+                    }
                 }
             });
         }
@@ -744,11 +834,8 @@ impl GroupMatcher {
             if looked > CHECKPOINT_PIECES {
                 return true;
             }
-            let Some(filed) = self.piece_filed.get(piece) else {
-                continue;
-            };
             let mut better = false;
-            Self::filed_under(filed, firsts, |start, _| {
+            Self::filed_under(self.piece_filed.of(piece), firsts, |start, _| {
                 better |= self.beats(self.lists.get(start as usize).copied(), bound);
             });
             if better {
@@ -758,23 +845,27 @@ impl GroupMatcher {
         false
     }
 
-    /// Calls `push(start, end)` for the lists filed under one piece whose first piece starts the
-    /// path (is in `firsts`, sorted). The shorter of the two sorted lists is looked up in the
-    /// longer one. Out of line, as the scan's callback must stay small to be inlined.
+    /// Calls `push(start, end)` for the lists filed under one piece (its first pieces, sorted,
+    /// and their ranges) whose first piece starts the path (is in `firsts`, sorted). The shorter
+    /// of the two sorted lists is looked up in the longer one. Out of line, as the scan's
+    /// callback must stay small to be inlined.
     #[inline(never)]
-    fn filed_under(filed: &Filed, firsts: &[u32], mut push: impl FnMut(u32, u32)) {
+    fn filed_under(
+        (filed, ranges): (&[u32], &[(u32, u32)]),
+        firsts: &[u32],
+        mut push: impl FnMut(u32, u32),
+    ) {
         if filed.len() <= firsts.len() {
-            for &(first, start, end) in filed {
-                if firsts.binary_search(&first).is_ok() {
+            for (first, &(start, end)) in filed.iter().zip(ranges) {
+                if firsts.binary_search(first).is_ok() {
                     push(start, end);
                 }
             }
         } else {
-            for first in firsts {
-                if let Ok(at) = filed.binary_search_by_key(first, |entry| entry.0) {
-                    if let Some(&(_, start, end)) = filed.get(at) {
-                        push(start, end);
-                    }
+            for &first in firsts {
+                if let Some(&(start, end)) = position_in(filed, first).and_then(|at| ranges.get(at))
+                {
+                    push(start, end);
                 }
             }
         }

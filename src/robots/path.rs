@@ -331,53 +331,104 @@ fn needs_resolving(path: &[u8]) -> bool {
     false
 }
 
-/// [`canonical`]'s resolution of a path (no query). Segments kept side by side are copied as
-/// one run, so that an attacker's 16 KiB of `/a/./b//c/../` costs a few copies and one search
-/// for `/`, not a copy per segment or per octet.
+/// [`canonical`]'s resolution of a path (no query). The segments that change anything (empty,
+/// `.` and `..`) are found with bit masks of the path's slashes and dots, 64 octets at a time,
+/// and the path is copied in runs between them: the work is per such segment, not per segment
+/// or per octet, and no branch depends on a segment's octets. A random 16 KiB path of
+/// `/a/./b//c/../` (an attacker's choice) would otherwise cost a mispredicted branch for most of
+/// its 3,000 segments.
 fn resolve(path: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(path.len() + 1);
-    // Kept segments not yet copied: `path[run.0..run.1]`, each with the `/` before it.
-    let mut run = (0, 0);
-    let mut depth = 0usize;
-    let mut trailing_slash = false;
-    let mut start = 0;
-    // A plain scan for `/`: segments are short, and a vectorised search per segment costs more.
-    let slashes = path.iter().enumerate().filter(|&(_, &b)| b == b'/');
-    for end in slashes.map(|(at, _)| at).chain(std::iter::once(path.len())) {
-        let segment = path.get(start..end).unwrap_or_default();
-        let (first, last) = (start == 0, end == path.len());
-        match segment {
-            b"" | b"." | b".." => {
-                out.extend_from_slice(path.get(run.0..run.1).unwrap_or_default());
-                trailing_slash = last && (!segment.is_empty() || !first);
-                if segment == b".." && depth > 0 {
-                    // Every segment in `out` starts with its `/`: the last one starts the last.
-                    out.truncate(memchr::memrchr(b'/', &out).unwrap_or(0));
-                    depth -= 1;
-                }
-                run = (end, end);
-            }
-            _ if first => {
-                // A path without a leading `/`: its first segment gets one.
-                out.push(b'/');
-                out.extend_from_slice(segment);
-                depth += 1;
-                trailing_slash = false;
-                run = (end, end);
-            }
-            _ => {
-                run.1 = end;
-                depth += 1;
-                trailing_slash = false;
-            }
-        }
-        start = end + 1;
+    if path.first() != Some(&b'/') {
+        // A first segment without its `/` resolves as if it had one (`a/../b` is `/b`).
+        let mut rooted = Vec::with_capacity(path.len() + 1);
+        rooted.push(b'/');
+        rooted.extend_from_slice(path);
+        return resolve(&rooted);
     }
-    out.extend_from_slice(path.get(run.0..run.1).unwrap_or_default());
-    if depth == 0 || trailing_slash {
+    let len = path.len();
+    // One more block than the path fills, so that the end of the path and the three octets
+    // after a block's last `/` always have a block to be in.
+    let blocks = len / BLOCK + 2;
+    let (mut slashes, mut dots) = (vec![0u64; blocks], vec![0u64; blocks]);
+    for ((chunk, slash), dot) in path.chunks(BLOCK).zip(&mut slashes).zip(&mut dots) {
+        (*slash, *dot) = slash_and_dot_masks(chunk);
+    }
+    // The end of the path ends a segment as a `/` does.
+    if let Some(block) = slashes.get_mut(len / BLOCK) {
+        *block |= 1 << (len % BLOCK);
+    }
+    let mut out = Vec::with_capacity(len + 1);
+    // `path[..copied]` is resolved into `out`; `path[copied]` is a `/` (or the end).
+    let mut copied = 0;
+    for block in 0..blocks - 1 {
+        let (s, d) = (slashes[block], dots[block]);
+        let (s_next, d_next) = (slashes[block + 1], dots[block + 1]);
+        // Bit i: whether octet i + k (of this block and the next) is a `/` or a `.`.
+        let slash_at = |k: u32| s >> k | s_next << (BLOCK as u32 - k);
+        let dot_at = |k: u32| d >> k | d_next << (BLOCK as u32 - k);
+        let empty = s & slash_at(1);
+        let one_dot = s & dot_at(1) & slash_at(2);
+        let two_dots = s & dot_at(1) & dot_at(2) & slash_at(3);
+        let mut dropped = empty | one_dot | two_dots;
+        while dropped != 0 {
+            let bit = dropped.trailing_zeros();
+            dropped &= dropped - 1;
+            let slash = block * BLOCK + bit as usize;
+            let (dot, up) = (one_dot >> bit & 1, two_dots >> bit & 1);
+            if slash > copied {
+                out.extend_from_slice(path.get(copied..slash).unwrap_or_default());
+            }
+            if up == 1 {
+                // Every segment in `out` starts with its `/`: the last one starts the last.
+                out.truncate(memchr::memrchr(b'/', &out).unwrap_or(0));
+            }
+            copied = slash + 1 + dot as usize + 2 * up as usize;
+        }
+    }
+    // A path that ends in a dropped segment (`/a/.`, `/a/b/`) names a directory; one that
+    // resolves to nothing is the root.
+    let dropped_last = copied >= len;
+    out.extend_from_slice(path.get(copied..).unwrap_or_default());
+    if out.is_empty() || dropped_last {
         out.push(b'/');
     }
     out
+}
+
+/// Octets looked at together: one bit each in a `u64`.
+const BLOCK: usize = 64;
+
+/// Bit `i` set where octet `i` of `block` (at most 64 octets) is `/`, and where it is `.`: found
+/// eight octets at a time, without a branch.
+fn slash_and_dot_masks(block: &[u8]) -> (u64, u64) {
+    const LOW7: u64 = u64::from_ne_bytes([0x7F; 8]);
+    const SLASHES: u64 = u64::from_ne_bytes([b'/'; 8]);
+    const DOTS: u64 = u64::from_ne_bytes([b'.'; 8]);
+    // Bit 8i to bit 56 + i: each product lands in a bit of its own, so none carries.
+    const GATHER: u64 = 0x0102_0408_1020_4080;
+    // The exact zero-octet test (0x80 in each octet of `x` that is zero), gathered to 8 bits.
+    let zeros = |x: u64| (!(((x & LOW7) + LOW7) | x) & !LOW7) >> 7;
+    let gather = |flags: u64| flags.wrapping_mul(GATHER) >> 56;
+    let mut padded = [0u8; BLOCK];
+    let octets = match block.first_chunk::<BLOCK>() {
+        Some(full) => full,
+        None => {
+            // The zeros after the end are neither `/` nor `.`.
+            if let Some(head) = padded.get_mut(..block.len()) {
+                head.copy_from_slice(block);
+            }
+            &padded
+        }
+    };
+    let (mut slashes, mut dots) = (0, 0);
+    for (word, eight) in octets.chunks_exact(8).enumerate() {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(eight);
+        let x = u64::from_le_bytes(bytes);
+        slashes |= gather(zeros(x ^ SLASHES)) << (8 * word);
+        dots |= gather(zeros(x ^ DOTS)) << (8 * word);
+    }
+    (slashes, dots)
 }
 
 #[cfg(test)]
@@ -572,6 +623,21 @@ mod tests {
         ) {
             proptest::prop_assert_eq!(canonical(&path), naive_canonical(&path));
             proptest::prop_assert_eq!(decode_separators(&path), naive_decode(&path));
+        }
+
+        /// Paths across several of [`resolve`]'s 64-octet blocks, with segments that change
+        /// something on both sides of every block boundary.
+        #[test]
+        fn long_paths_resolve_as_the_plain_reading_does(
+            path in proptest::collection::vec(proptest::sample::select(
+                &[b'/', b'/', b'.', b'.', b'a', b'b'][..]), 0..400),
+            rooted in proptest::bool::ANY,
+        ) {
+            let mut path = path;
+            if rooted {
+                path.insert(0, b'/');
+            }
+            proptest::prop_assert_eq!(canonical(&path), naive_canonical(&path));
         }
     }
 }
