@@ -280,6 +280,9 @@ enum Heard {
 /// come at geometrically spaced octets, so that a long path can be given up on when the rest
 /// cannot change the answer, at a cost (a few candidate checks each) that stays a small part of
 /// the scan's.
+///
+/// A state that loops on an octet is left only when another octet comes, so a run of that octet
+/// is skipped by comparing octets.
 fn scan<A: Automaton>(automaton: &A, haystack: &[u8], mut found: impl FnMut(Event) -> Heard) {
     let Ok(mut state) = automaton.start_state(Anchored::No) else {
         return;
@@ -288,8 +291,20 @@ fn scan<A: Automaton>(automaton: &A, haystack: &[u8], mut found: impl FnMut(Even
     let mut from = 0;
     let mut until = haystack.len().min(FIRST_CHECKPOINT);
     loop {
-        for &byte in haystack.get(from..until).unwrap_or_default() {
-            state = automaton.next_state(Anchored::No, state, byte);
+        let window = haystack.get(from..until).unwrap_or_default();
+        let mut at = 0;
+        while let Some(&byte) = window.get(at) {
+            let next = automaton.next_state(Anchored::No, state, byte);
+            at += 1;
+            if next == state {
+                // A state that loops on `byte` stays, with the matches it reported when it was
+                // entered, through the whole run of `byte`: `/aaaa…` or `////…` cost a byte
+                // comparison per octet, not a transition.
+                let run = window.get(at..).unwrap_or_default();
+                at += run.iter().take_while(|&&same| same == byte).count();
+                continue;
+            }
+            state = next;
             if automaton.is_special(state) && automaton.is_match(state) {
                 let id = state.as_usize();
                 let slot = known.get_mut(id % KNOWN_STATES);
