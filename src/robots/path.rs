@@ -295,7 +295,9 @@ fn decode_separators(normal: &[u8]) -> Option<Vec<u8>> {
     // Every request path goes through here: look only at the `%`s, and copy nothing until a
     // separator is found.
     let is_separator = |at: usize| matches!(path.get(at + 1..at + 3), Some(b"2F" | b"5C"));
-    let mut escapes = memchr::memchr_iter(b'%', path).filter(|&at| is_separator(at));
+    // A path with no `%` at all (nearly every one) is answered by one vectorised search.
+    let from = memchr::memchr(b'%', path)?;
+    let mut escapes = Octets::new(path, b'%', from).filter(|&at| is_separator(at));
     let first = escapes.next()?;
     let mut out = Vec::with_capacity(normal.len());
     out.extend_from_slice(&path[..first]);
@@ -322,30 +324,13 @@ fn decode_separators(normal: &[u8]) -> Option<Vec<u8>> {
 pub fn canonical(path_and_query: &[u8]) -> Option<Vec<u8>> {
     let end = memchr::memchr(b'?', path_and_query).unwrap_or(path_and_query.len());
     let (path, query) = path_and_query.split_at(end);
-    if !needs_resolving(path) {
-        return None;
-    }
-    let mut resolved = resolve(path);
-    resolved.extend_from_slice(query);
-    Some(resolved)
-}
-
-/// Whether a path has a `.` or `..` segment or a doubled `/`, that [`canonical`] changes.
-fn needs_resolving(path: &[u8]) -> bool {
     // Most paths have neither a dot nor a doubled slash: two vectorised searches answer.
     if memchr::memchr(b'.', path).is_none() && memchr::memmem::find(path, b"//").is_none() {
-        return false;
+        return None;
     }
-    let mut start = 0;
-    for end in memchr::memchr_iter(b'/', path).chain(std::iter::once(path.len())) {
-        let segment = path.get(start..end).unwrap_or_default();
-        let inner = start > 0 && end < path.len();
-        if matches!(segment, b"." | b"..") || (segment.is_empty() && inner) {
-            return true;
-        }
-        start = end + 1;
-    }
-    false
+    let mut resolved = resolve(path)?;
+    resolved.extend_from_slice(query);
+    Some(resolved)
 }
 
 /// [`canonical`]'s resolution of a path (no query). The segments that change anything (empty,
@@ -355,7 +340,9 @@ fn needs_resolving(path: &[u8]) -> bool {
 /// not per segment or per octet, and no branch depends on a segment's octets: a 16 KiB path of
 /// `////…` or `/./././…` is one run, and a random one of `/a/./b//c/../` (an attacker's choice)
 /// a few hundred.
-fn resolve(path: &[u8]) -> Vec<u8> {
+///
+/// `None` when the path has no `.` or `..` segment and no doubled `/`: nothing to resolve.
+fn resolve(path: &[u8]) -> Option<Vec<u8>> {
     if path.first() != Some(&b'/') {
         // A first segment without its `/` resolves as if it had one (`a/../b` is `/b`).
         let mut rooted = Vec::with_capacity(path.len() + 1);
@@ -382,6 +369,8 @@ fn resolve(path: &[u8]) -> Vec<u8> {
     let mut spill = 0u64;
     let mut last_left_out = false;
     let mut dropped_last = false;
+    // Whether a segment other than a last empty one (`/a/`, which stays) is dropped.
+    let mut changed = false;
     for block in 0..blocks - 1 {
         let (s, d) = (slashes[block], dots[block]);
         let (s_next, d_next) = (slashes[block + 1], dots[block + 1]);
@@ -392,6 +381,12 @@ fn resolve(path: &[u8]) -> Vec<u8> {
         let empty = s & slash_at(1);
         let one_dot = s & dot_at(1) & slash_at(2);
         let two_dots = s & dot_at(1) & dot_at(2) & slash_at(3);
+        let trailing = if block == (len - 1) / BLOCK {
+            1u64 << ((len - 1) % BLOCK)
+        } else {
+            0
+        };
+        changed |= (empty & !trailing) | one_dot | two_dots != 0;
         // A dropped segment leaves out its `/` and its dots.
         let widen =
             |mask: u64, octets: u32| (0..octets).fold(0u128, |all, k| all | u128::from(mask) << k);
@@ -424,6 +419,9 @@ fn resolve(path: &[u8]) -> Vec<u8> {
             dropped_last = left_out >> ((len - 1) % BLOCK) & 1 == 1;
         }
     }
+    if !changed {
+        return None;
+    }
     // Past the end nothing is left out: the last run (perhaps empty) reaches the end.
     out.extend_from_slice(path.get(run..).unwrap_or_default());
     // A path that ends in a dropped segment (`/a/.`, `/a/b/`) names a directory; one that
@@ -431,23 +429,82 @@ fn resolve(path: &[u8]) -> Vec<u8> {
     if out.is_empty() || dropped_last {
         out.push(b'/');
     }
-    out
+    Some(out)
 }
 
 /// Octets looked at together: one bit each in a `u64`.
 const BLOCK: usize = 64;
 
+/// The offsets of one octet in a byte string, in order, found eight octets at a time with no
+/// branch per octet. Where the octet is dense (a path of `%2F`s), one call of a vectorised
+/// search per occurrence costs more than this whole scan.
+struct Octets<'a> {
+    bytes: &'a [u8],
+    octet: u64,
+    /// The offset of the eight octets `mask` covers.
+    base: usize,
+    /// A bit per occurrence among those eight octets not yet yielded.
+    mask: u64,
+}
+
+impl<'a> Octets<'a> {
+    /// The offsets of `octet` in `bytes` from `from` on.
+    fn new(bytes: &'a [u8], octet: u8, from: usize) -> Self {
+        let mut octets = Octets {
+            bytes,
+            octet: u64::from_ne_bytes([octet; 8]),
+            base: from,
+            mask: 0,
+        };
+        octets.mask = octets.mask_at(from);
+        octets
+    }
+
+    fn mask_at(&self, base: usize) -> u64 {
+        let mut word = [0u8; 8];
+        let eight = self.bytes.get(base..).unwrap_or_default();
+        let eight = eight.get(..8).unwrap_or(eight);
+        if let Some(head) = word.get_mut(..eight.len()) {
+            head.copy_from_slice(eight);
+        }
+        // The padding's zeros never count: `octet` is not 0 where this is used.
+        gathered_zeros(u64::from_le_bytes(word) ^ self.octet)
+    }
+}
+
+impl Iterator for Octets<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        while self.mask == 0 {
+            self.base += 8;
+            if self.base >= self.bytes.len() {
+                return None;
+            }
+            self.mask = self.mask_at(self.base);
+        }
+        let at = self.base + self.mask.trailing_zeros() as usize;
+        self.mask &= self.mask - 1;
+        Some(at)
+    }
+}
+
+/// Bit `i` set where octet `i` (little-endian) of `x` is zero: the exact zero-octet test (0x80
+/// in each zero octet, no false positives), gathered into the low eight bits.
+#[inline(always)]
+fn gathered_zeros(x: u64) -> u64 {
+    const LOW7: u64 = u64::from_ne_bytes([0x7F; 8]);
+    // Bit 8i to bit 56 + i: each product lands in a bit of its own, so none carries.
+    const GATHER: u64 = 0x0102_0408_1020_4080;
+    let zeros = (!(((x & LOW7) + LOW7) | x) & !LOW7) >> 7;
+    zeros.wrapping_mul(GATHER) >> 56
+}
+
 /// Bit `i` set where octet `i` of `block` (at most 64 octets) is `/`, and where it is `.`: found
 /// eight octets at a time, without a branch.
 fn slash_and_dot_masks(block: &[u8]) -> (u64, u64) {
-    const LOW7: u64 = u64::from_ne_bytes([0x7F; 8]);
     const SLASHES: u64 = u64::from_ne_bytes([b'/'; 8]);
     const DOTS: u64 = u64::from_ne_bytes([b'.'; 8]);
-    // Bit 8i to bit 56 + i: each product lands in a bit of its own, so none carries.
-    const GATHER: u64 = 0x0102_0408_1020_4080;
-    // The exact zero-octet test (0x80 in each octet of `x` that is zero), gathered to 8 bits.
-    let zeros = |x: u64| (!(((x & LOW7) + LOW7) | x) & !LOW7) >> 7;
-    let gather = |flags: u64| flags.wrapping_mul(GATHER) >> 56;
     let mut padded = [0u8; BLOCK];
     let octets = match block.first_chunk::<BLOCK>() {
         Some(full) => full,
@@ -464,8 +521,8 @@ fn slash_and_dot_masks(block: &[u8]) -> (u64, u64) {
         let mut bytes = [0u8; 8];
         bytes.copy_from_slice(eight);
         let x = u64::from_le_bytes(bytes);
-        slashes |= gather(zeros(x ^ SLASHES)) << (8 * word);
-        dots |= gather(zeros(x ^ DOTS)) << (8 * word);
+        slashes |= gathered_zeros(x ^ SLASHES) << (8 * word);
+        dots |= gathered_zeros(x ^ DOTS) << (8 * word);
     }
     (slashes, dots)
 }
@@ -716,7 +773,7 @@ mod tests {
         #[test]
         fn long_paths_resolve_as_the_plain_reading_does(
             path in proptest::collection::vec(proptest::sample::select(
-                &[b'/', b'/', b'.', b'.', b'a', b'b'][..]), 0..400),
+                &[b'/', b'/', b'.', b'.', b'a', b'b', b'%', b'2', b'F'][..]), 0..400),
             rooted in proptest::bool::ANY,
         ) {
             let mut path = path;
@@ -724,6 +781,7 @@ mod tests {
                 path.insert(0, b'/');
             }
             proptest::prop_assert_eq!(canonical(&path), naive_canonical(&path));
+            proptest::prop_assert_eq!(decode_separators(&path), naive_decode(&path));
         }
     }
 }
