@@ -281,50 +281,55 @@ enum Heard {
 /// cannot change the answer, at a cost (a few candidate checks each) that stays a small part of
 /// the scan's.
 ///
-/// A state that loops on an octet is left only when another octet comes, so a run of that octet
-/// is skipped by comparing octets.
+/// A long stretch between checkpoints is walked as two halves side by side: each transition
+/// waits on the one before, so one walk runs at the latency of a load per octet, and two
+/// independent ones in the same loop at nearly the same speed. The second walk starts a piece's
+/// length before the middle, which is enough for its state to be exact from the middle on (a
+/// state stands for the longest piece prefix the text ends with), and reports only from there.
+/// Pieces may then be reported out of order, which nothing that listens depends on.
 fn scan<A: Automaton>(automaton: &A, haystack: &[u8], mut found: impl FnMut(Event) -> Heard) {
-    let Ok(mut state) = automaton.start_state(Anchored::No) else {
+    let Ok(start) = automaton.start_state(Anchored::No) else {
         return;
     };
+    let mut state = start;
     let mut known = [usize::MAX; KNOWN_STATES];
+    let longest = automaton.max_pattern_len().max(1);
     let mut from = 0;
     let mut until = haystack.len().min(FIRST_CHECKPOINT);
     loop {
         let window = haystack.get(from..until).unwrap_or_default();
-        let mut at = 0;
-        while let Some(&byte) = window.get(at) {
-            let next = automaton.next_state(Anchored::No, state, byte);
-            at += 1;
-            if next == state {
-                // A state that loops on `byte` stays, with the matches it reported when it was
-                // entered, through the whole run of `byte`: `/aaaa…` or `////…` cost a byte
-                // comparison per octet, not a transition.
-                let run = window.get(at..).unwrap_or_default();
-                at += run.iter().take_while(|&&same| same == byte).count();
-                continue;
+        let mid = window.len() / 2;
+        let mut walks = if window.len() >= SPLIT_WINDOW && longest <= window.len() / 4 {
+            let warm = mid + 1 - longest;
+            let second = Walk::new(window.get(warm..).unwrap_or_default(), start, longest - 1);
+            [
+                Walk::new(window.get(..mid).unwrap_or_default(), state, 0),
+                second,
+            ]
+        } else {
+            [Walk::new(window, state, 0), Walk::new(&[], start, 0)]
+        };
+        let [one, two] = &mut walks;
+        while !one.done() && !two.done() {
+            if one.step(automaton, &mut known, &mut found) == Heard::Stop
+                || two.step(automaton, &mut known, &mut found) == Heard::Stop
+            {
+                return;
             }
-            state = next;
-            if automaton.is_special(state) && automaton.is_match(state) {
-                let id = state.as_usize();
-                let slot = known.get_mut(id % KNOWN_STATES);
-                if slot.as_deref() == Some(&id) {
-                    continue;
-                }
-                let mut all_known = true;
-                for index in 0..automaton.match_len(state) {
-                    let piece = automaton.match_pattern(state, index).as_usize();
-                    match found(Event::Piece(piece)) {
-                        Heard::Stop => return,
-                        Heard::New => all_known = false,
-                        Heard::Known => {}
-                    }
-                }
-                if let Some(slot) = slot.filter(|_| all_known) {
-                    *slot = id;
+        }
+        for walk in [&mut *one, &mut *two] {
+            while !walk.done() {
+                if walk.step(automaton, &mut known, &mut found) == Heard::Stop {
+                    return;
                 }
             }
         }
+        // The walk that read the window's end holds the state there.
+        state = if two.text.is_empty() {
+            one.state
+        } else {
+            two.state
+        };
         if until >= haystack.len() || found(Event::Checkpoint) == Heard::Stop {
             return;
         }
@@ -332,6 +337,95 @@ fn scan<A: Automaton>(automaton: &A, haystack: &[u8], mut found: impl FnMut(Even
         until = haystack.len().min(until.saturating_mul(4));
     }
 }
+
+/// One walk of [`scan`] over a stretch of the path.
+struct Walk<'t> {
+    text: &'t [u8],
+    /// The next octet to read.
+    at: usize,
+    state: aho_corasick::automaton::StateID,
+    /// The first octet whose matches are reported: before it the state may be short of exact.
+    report_from: usize,
+}
+
+impl<'t> Walk<'t> {
+    fn new(text: &'t [u8], state: aho_corasick::automaton::StateID, report_from: usize) -> Self {
+        Walk {
+            text,
+            at: 0,
+            state,
+            report_from,
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.at >= self.text.len()
+    }
+
+    /// Reads one octet, or a run of one octet that the state loops on: the state stays, with the
+    /// matches it reported when it came, through the whole run, so `/aaaa…` or `////…` cost a
+    /// comparison per octet, not a transition. A state that came before `report_from` has not
+    /// been reported, so the run is skipped only after it.
+    #[inline(always)]
+    fn step<A: Automaton>(
+        &mut self,
+        automaton: &A,
+        known: &mut [usize; KNOWN_STATES],
+        found: &mut impl FnMut(Event) -> Heard,
+    ) -> Heard {
+        let Some(&byte) = self.text.get(self.at) else {
+            return Heard::Known;
+        };
+        let read = self.at;
+        self.at += 1;
+        let next = automaton.next_state(Anchored::No, self.state, byte);
+        if next == self.state && read > self.report_from {
+            let run = self.text.get(self.at..).unwrap_or_default();
+            self.at += run.iter().take_while(|&&same| same == byte).count();
+            return Heard::Known;
+        }
+        self.state = next;
+        if read < self.report_from {
+            return Heard::Known;
+        }
+        report(automaton, next, known, found)
+    }
+}
+
+/// Reports the pieces of `state`, if it is a match state not remembered in `known` as holding
+/// only pieces reported before; [`Heard::Stop`] when the listener says so.
+#[inline(always)]
+fn report<A: Automaton>(
+    automaton: &A,
+    state: aho_corasick::automaton::StateID,
+    known: &mut [usize; KNOWN_STATES],
+    found: &mut impl FnMut(Event) -> Heard,
+) -> Heard {
+    if !(automaton.is_special(state) && automaton.is_match(state)) {
+        return Heard::Known;
+    }
+    let id = state.as_usize();
+    let slot = known.get_mut(id % KNOWN_STATES);
+    if slot.as_deref() == Some(&id) {
+        return Heard::Known;
+    }
+    let mut all_known = true;
+    for index in 0..automaton.match_len(state) {
+        let piece = automaton.match_pattern(state, index).as_usize();
+        match found(Event::Piece(piece)) {
+            Heard::Stop => return Heard::Stop,
+            Heard::New => all_known = false,
+            Heard::Known => {}
+        }
+    }
+    if let Some(slot) = slot.filter(|_| all_known) {
+        *slot = id;
+    }
+    Heard::Known
+}
+
+/// The shortest stretch between checkpoints that [`scan`] walks as two halves.
+const SPLIT_WINDOW: usize = 1024;
 
 /// The match states a scan remembers as holding only pieces it has reported (a prime, so that
 /// state ids, which are multiples of the automaton's stride, spread over the table).
@@ -1076,6 +1170,37 @@ mod tests {
                     .map(|rule| rule.rule);
                 let got = matcher.decide(path.as_bytes(), None).map(|f| f.rule);
                 prop_assert_eq!(got, want, "{}", path);
+            }
+        }
+    }
+
+    /// A piece that occurs once, across the middle of a stretch that the scan walks as two
+    /// halves (or just before the middle, where the second walk is still warming up), is found.
+    #[test]
+    fn pieces_across_the_middle_of_a_split_walk_are_found() {
+        for piece in ["q", "qrst", "qrstuvwxyzqrstuvwxyz"] {
+            let pattern = format!("/*{piece}");
+            let matcher = GroupMatcher::build(prepared(&[(false, &pattern)]), &mut Vec::new());
+            for len in [1600, 2047, 2600, 9000, 20000] {
+                let mut mids = Vec::new();
+                let (mut from, mut until) = (FIRST_CHECKPOINT, FIRST_CHECKPOINT * 4);
+                while from < len {
+                    let end = until.min(len);
+                    if end - from >= SPLIT_WINDOW {
+                        mids.push(from + (end - from) / 2);
+                    }
+                    (from, until) = (until, until * 4);
+                }
+                assert!(!mids.is_empty());
+                for mid in mids {
+                    for start in mid - piece.len() - 2..=mid + 2 {
+                        let mut path = vec![b'a'; len];
+                        path[0] = b'/';
+                        path[start..start + piece.len()].copy_from_slice(piece.as_bytes());
+                        let found = matcher.decide(&path, None).map(|found| found.rule);
+                        assert_eq!(found, Some(0), "{piece} at {start} of {len}");
+                    }
+                }
             }
         }
     }
