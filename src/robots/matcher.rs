@@ -241,7 +241,7 @@ impl PieceAutomaton {
     }
 
     /// Calls `found(Event::Piece(piece))` for each piece that ends at an octet of `haystack`, in
-    /// order, and `found(Event::Checkpoint)` at each of [`scan`]'s checkpoints, until it answers
+    /// order, and `found(Event::Checkpoint(at))` at each of [`scan`]'s checkpoints, until it answers
     /// [`Heard::Stop`]. Pieces already answered [`Heard::Known`] may not be reported again.
     fn scan(&self, haystack: &[u8], found: impl FnMut(Event) -> Heard) {
         match self {
@@ -251,14 +251,27 @@ impl PieceAutomaton {
     }
 }
 
+/// What a checkpoint finds of the pieces not yet seen that could still bring a better glob.
+enum Unseen {
+    /// None: the rest of the path cannot change the answer.
+    None,
+    /// A few, to look for one by one.
+    Few(SmallVec<[u32; FEW_UNSEEN]>),
+    /// Too many to look for one by one: the scan goes on.
+    Many,
+}
+
+/// The most unseen pieces a checkpoint looks for one by one in the rest of the path.
+const FEW_UNSEEN: usize = 8;
+
 /// What a scan reports.
 #[derive(Debug, Clone, Copy)]
 enum Event {
     /// A piece ends at the octet just read.
     Piece(usize),
     /// The scan has read [`FIRST_CHECKPOINT`] octets, or four times as many as at the previous
-    /// checkpoint, and the path goes on: a chance to stop early.
-    Checkpoint,
+    /// checkpoint, and the path goes on: a chance to stop early. It carries where the scan is.
+    Checkpoint(usize),
 }
 
 /// What the listener of a scan makes of an event.
@@ -330,7 +343,7 @@ fn scan<A: Automaton>(automaton: &A, haystack: &[u8], mut found: impl FnMut(Even
         } else {
             two.state
         };
-        if until >= haystack.len() || found(Event::Checkpoint) == Heard::Stop {
+        if until >= haystack.len() || found(Event::Checkpoint(until)) == Heard::Stop {
             return;
         }
         from = until;
@@ -524,6 +537,9 @@ pub(crate) struct GroupMatcher {
     /// Every glob, in precedence order, and one searcher per distinct inner piece.
     globs: Vec<CompiledGlob>,
     finders: Vec<Finder<'static>>,
+    /// One searcher per indexed piece (by piece id), for a checkpoint that looks for a few
+    /// pieces in the rest of a long path instead of walking it.
+    piece_finders: Vec<Finder<'static>>,
 }
 
 /// Which index a glob is found through.
@@ -693,6 +709,10 @@ impl GroupMatcher {
 
         // The piece automaton.
         let (pieces, piece_id) = ids(via_piece.iter().map(|(piece, _, _)| *piece));
+        matcher.piece_finders = pieces
+            .iter()
+            .map(|piece| Finder::new(piece).into_owned())
+            .collect();
         let triples = via_piece
             .iter()
             .filter_map(|(piece, first, id)| Some((*piece_id.get(piece)?, first_of(first), *id)))
@@ -821,11 +841,33 @@ impl GroupMatcher {
                         Heard::Stop
                     }
                 }
-                Event::Checkpoint => {
-                    if self.checkpoint(&mut cursors, path, &mut bound, &seen, &firsts) {
-                        Heard::Known
-                    } else {
-                        Heard::Stop
+                Event::Checkpoint(at) => {
+                    match self.checkpoint(&mut cursors, path, &mut bound, &seen, &firsts) {
+                        Unseen::None => Heard::Stop,
+                        Unseen::Many => Heard::Known,
+                        Unseen::Few(few) => {
+                            // A few pieces could still matter: one vectorised search each in
+                            // the rest of the path costs less than walking it. Each search
+                            // starts early enough to find an occurrence across `at`.
+                            for piece in few {
+                                let piece = piece as usize;
+                                let Some(finder) = self.piece_finders.get(piece) else {
+                                    continue;
+                                };
+                                let from = (at + 1).saturating_sub(finder.needle().len());
+                                let rest = path.get(from..).unwrap_or_default();
+                                if finder.find(rest).is_none() {
+                                    continue;
+                                }
+                                if let Some(w) = seen.get_mut(piece / 64) {
+                                    *w |= 1u64 << (piece % 64);
+                                }
+                                Self::filed_under(self.piece_filed.of(piece), &firsts, |s, e| {
+                                    cursors.ranges.push((s, e));
+                                });
+                            }
+                            Heard::Stop
+                        }
                     }
                 }
             });
@@ -914,44 +956,53 @@ impl GroupMatcher {
         bound: &mut u32,
         seen: &[u64],
         firsts: &[u32],
-    ) -> bool {
+    ) -> Unseen {
         if let Some(position) = self.first_matching(cursors, path, *bound) {
             *bound = position;
         }
         // Every candidate before `bound` has been checked and does not match.
         cursors.ranges.clear();
-        self.unseen_could_beat(seen, firsts, *bound)
+        self.unseen_that_could_beat(seen, firsts, *bound)
     }
 
-    /// Whether a piece not in `seen` has a glob filed under one of `firsts` (sorted) that comes
-    /// before `bound`; true also when too many pieces would have to be looked at to tell.
-    fn unseen_could_beat(&self, seen: &[u64], firsts: &[u32], bound: u32) -> bool {
+    /// The pieces not in `seen` that have a glob filed under one of `firsts` (sorted) that comes
+    /// before `bound`: [`Unseen::Many`] when there are more than [`FEW_UNSEEN`], or when too
+    /// many pieces would have to be looked at to tell.
+    fn unseen_that_could_beat(&self, seen: &[u64], firsts: &[u32], bound: u32) -> Unseen {
         let mut looked = 0;
+        let mut few = SmallVec::new();
         for &piece in &self.pieces_by_best {
             if !self.beats(self.piece_best.get(piece as usize).copied(), bound) {
                 // In order of their best glob: no piece after this one can beat `bound` either.
-                return false;
+                break;
             }
-            let piece = piece as usize;
+            let index = piece as usize;
             if seen
-                .get(piece / 64)
-                .is_some_and(|w| w & (1u64 << (piece % 64)) != 0)
+                .get(index / 64)
+                .is_some_and(|w| w & (1u64 << (index % 64)) != 0)
             {
                 continue;
             }
             looked += 1;
             if looked > CHECKPOINT_PIECES {
-                return true;
+                return Unseen::Many;
             }
             let mut better = false;
-            Self::filed_under(self.piece_filed.of(piece), firsts, |start, _| {
+            Self::filed_under(self.piece_filed.of(index), firsts, |start, _| {
                 better |= self.beats(self.lists.get(start as usize).copied(), bound);
             });
             if better {
-                return true;
+                if few.len() == FEW_UNSEEN {
+                    return Unseen::Many;
+                }
+                few.push(piece);
             }
         }
-        false
+        if few.is_empty() {
+            Unseen::None
+        } else {
+            Unseen::Few(few)
+        }
     }
 
     /// Calls `push(start, end)` for the lists filed under one piece (its first pieces, sorted,
@@ -1174,13 +1225,24 @@ mod tests {
         }
     }
 
+    /// A path of `len` octets `a`, from `/`, with `piece` at `start`.
+    fn path_with(len: usize, piece: &str, start: usize) -> Vec<u8> {
+        let mut path = vec![b'a'; len];
+        path[0] = b'/';
+        path[start..start + piece.len()].copy_from_slice(piece.as_bytes());
+        path
+    }
+
     /// A piece that occurs once, across the middle of a stretch that the scan walks as two
     /// halves (or just before the middle, where the second walk is still warming up), is found.
+    /// More pieces than a checkpoint looks for one by one are missing, so the scan walks on.
     #[test]
     fn pieces_across_the_middle_of_a_split_walk_are_found() {
         for piece in ["q", "qrst", "qrstuvwxyzqrstuvwxyz"] {
-            let pattern = format!("/*{piece}");
-            let matcher = GroupMatcher::build(prepared(&[(false, &pattern)]), &mut Vec::new());
+            let mut patterns = vec![format!("/*{piece}")];
+            patterns.extend((0..=FEW_UNSEEN).map(|i| format!("/*zz{i}")));
+            let rules: Vec<(bool, &str)> = patterns.iter().map(|p| (false, p.as_str())).collect();
+            let matcher = GroupMatcher::build(prepared(&rules), &mut Vec::new());
             for len in [1600, 2047, 2600, 9000, 20000] {
                 let mut mids = Vec::new();
                 let (mut from, mut until) = (FIRST_CHECKPOINT, FIRST_CHECKPOINT * 4);
@@ -1194,14 +1256,38 @@ mod tests {
                 assert!(!mids.is_empty());
                 for mid in mids {
                     for start in mid - piece.len() - 2..=mid + 2 {
-                        let mut path = vec![b'a'; len];
-                        path[0] = b'/';
-                        path[start..start + piece.len()].copy_from_slice(piece.as_bytes());
+                        let path = path_with(len, piece, start);
                         let found = matcher.decide(&path, None).map(|found| found.rule);
                         assert_eq!(found, Some(0), "{piece} at {start} of {len}");
                     }
                 }
             }
+        }
+    }
+
+    /// A piece that occurs once, after a checkpoint or across it, is found by the checkpoint's
+    /// search of the rest of the path; pieces that are not there are not.
+    #[test]
+    fn pieces_after_a_checkpoint_are_found_by_its_search() {
+        for piece in ["q", "qrst", "qrstuvwxyzqrstuvwxyz"] {
+            let pattern = format!("/*{piece}");
+            let rules = [(false, pattern.as_str()), (true, "/*zz")];
+            let matcher = GroupMatcher::build(prepared(&rules), &mut Vec::new());
+            let len = 20000;
+            assert_eq!(matcher.decide(&path_with(len, "", 1), None), None);
+            for checkpoint in [
+                FIRST_CHECKPOINT,
+                FIRST_CHECKPOINT * 4,
+                FIRST_CHECKPOINT * 16,
+            ] {
+                for start in checkpoint - piece.len() - 1..=checkpoint + 1 {
+                    let path = path_with(len, piece, start);
+                    let found = matcher.decide(&path, None).map(|found| found.rule);
+                    assert_eq!(found, Some(0), "{piece} at {start}");
+                }
+            }
+            let path = path_with(len, piece, len - piece.len());
+            assert_eq!(matcher.decide(&path, None).map(|f| f.rule), Some(0));
         }
     }
 
