@@ -159,9 +159,9 @@ struct Literal {
 /// ids of a whole file sit in a few cache lines per piece.
 #[derive(Debug, Default)]
 struct Filed {
-    spans: Vec<(u32, u32)>,
-    firsts: Vec<u32>,
-    ranges: Vec<(u32, u32)>,
+    spans: Box<[(u32, u32)]>,
+    firsts: Box<[u32]>,
+    ranges: Box<[(u32, u32)]>,
 }
 
 impl Filed {
@@ -169,10 +169,8 @@ impl Filed {
     /// first piece, appended to `lists`.
     fn build(pieces: usize, mut triples: Vec<(u32, u32, GlobId)>, lists: &mut Vec<GlobId>) -> Self {
         triples.sort_unstable();
-        let mut filed = Filed {
-            spans: vec![(0, 0); pieces],
-            ..Filed::default()
-        };
+        let mut spans = vec![(0, 0); pieces];
+        let (mut firsts, mut ranges) = (Vec::new(), Vec::new());
         let mut i = 0;
         while i < triples.len() {
             let (piece, first, _) = triples[i];
@@ -181,16 +179,21 @@ impl Filed {
                 lists.push(triples[i].2);
                 i += 1;
             }
-            if let Some(span) = filed.spans.get_mut(piece as usize) {
+            if let Some(span) = spans.get_mut(piece as usize) {
                 if span.0 == span.1 {
-                    *span = (filed.firsts.len() as u32, filed.firsts.len() as u32);
+                    *span = (firsts.len() as u32, firsts.len() as u32);
                 }
                 span.1 += 1;
-                filed.firsts.push(first);
-                filed.ranges.push((start, lists.len() as u32));
+                firsts.push(first);
+                ranges.push((start, lists.len() as u32));
             }
         }
-        filed
+        // Boxed at their length: a file of thousands of groups keeps thousands of these.
+        Filed {
+            spans: spans.into_boxed_slice(),
+            firsts: firsts.into_boxed_slice(),
+            ranges: ranges.into_boxed_slice(),
+        }
     }
 
     /// How many pieces the index has.
@@ -537,9 +540,12 @@ pub(crate) struct GroupMatcher {
     /// Every glob, in precedence order, and one searcher per distinct inner piece.
     globs: Vec<CompiledGlob>,
     finders: Vec<Finder<'static>>,
-    /// One searcher per indexed piece (by piece id), for a checkpoint that looks for a few
-    /// pieces in the rest of a long path instead of walking it.
-    piece_finders: Vec<Finder<'static>>,
+    /// The indexed pieces' octets end to end, and where each ends (by piece id), for a
+    /// checkpoint that looks for a few pieces in the rest of a long path instead of walking it
+    /// (a searcher is made then: kept for every piece of every group, they would cost more
+    /// memory than the rest of the index).
+    piece_text: Box<[u8]>,
+    piece_ends: Box<[u32]>,
 }
 
 /// Which index a glob is found through.
@@ -709,10 +715,12 @@ impl GroupMatcher {
 
         // The piece automaton.
         let (pieces, piece_id) = ids(via_piece.iter().map(|(piece, _, _)| *piece));
-        matcher.piece_finders = pieces
-            .iter()
-            .map(|piece| Finder::new(piece).into_owned())
-            .collect();
+        let (mut text, mut ends) = (Vec::new(), Vec::with_capacity(pieces.len()));
+        for piece in &pieces {
+            text.extend_from_slice(piece);
+            ends.push(text.len() as u32);
+        }
+        (matcher.piece_text, matcher.piece_ends) = (text.into_boxed_slice(), ends.into());
         let triples = via_piece
             .iter()
             .filter_map(|(piece, first, id)| Some((*piece_id.get(piece)?, first_of(first), *id)))
@@ -851,12 +859,11 @@ impl GroupMatcher {
                             // starts early enough to find an occurrence across `at`.
                             for piece in few {
                                 let piece = piece as usize;
-                                let Some(finder) = self.piece_finders.get(piece) else {
-                                    continue;
-                                };
-                                let from = (at + 1).saturating_sub(finder.needle().len());
+                                let needle = self.piece(piece);
+                                let from = (at + 1).saturating_sub(needle.len());
                                 let rest = path.get(from..).unwrap_or_default();
-                                if finder.find(rest).is_none() {
+                                if needle.is_empty() || memchr::memmem::find(rest, needle).is_none()
+                                {
                                     continue;
                                 }
                                 if let Some(w) = seen.get_mut(piece / 64) {
@@ -1029,6 +1036,16 @@ impl GroupMatcher {
                 }
             }
         }
+    }
+
+    /// The octets of the indexed piece `piece`.
+    fn piece(&self, piece: usize) -> &[u8] {
+        let end = self.piece_ends.get(piece).copied().unwrap_or(0) as usize;
+        let start = match piece.checked_sub(1) {
+            Some(before) => self.piece_ends.get(before).copied().unwrap_or(0) as usize,
+            None => 0,
+        };
+        self.piece_text.get(start..end).unwrap_or_default()
     }
 
     /// Whether the glob `best` (the best of an index) comes before `bound`.

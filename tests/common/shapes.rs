@@ -263,6 +263,23 @@ pub fn long_path(seed: u64) -> String {
     format!("/{}", mix.word(b"abc/.", 16 * 1024 - 1))
 }
 
+/// 16 KiB paths shaped against the path's own handling rather than against a file: each makes
+/// one part of the work as dense as it can be (dot segments to resolve, `..` to take back,
+/// escapes to rewrite or decode, one state the piece scan stays in). With [`long_path`]'s random
+/// one, they are the paths the adversarial shapes' long-path figures are measured on.
+pub fn crafted_long_paths() -> Vec<(&'static str, String)> {
+    let fill = |unit: &str| unit.repeat(16 * 1024 / unit.len());
+    vec![
+        ("up-and-down", fill("/a/..")),
+        ("slashes", fill("/")),
+        ("dot-segments", fill("/.")),
+        ("one-octet", format!("/{}", "a".repeat(16 * 1024 - 1))),
+        ("short-segments", fill("/ab")),
+        ("encoded-slashes", fill("/%2F..")),
+        ("backslashes", fill("/a\\\\..")),
+    ]
+}
+
 /// Every synthetic and adversarial shape.
 pub fn all() -> Vec<Shape> {
     vec![
