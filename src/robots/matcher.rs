@@ -307,6 +307,22 @@ fn scan<A: Automaton>(automaton: &A, haystack: &[u8], mut found: impl FnMut(Even
     let Ok(start) = automaton.start_state(Anchored::No) else {
         return;
     };
+    if haystack.len() <= FIRST_CHECKPOINT {
+        // Nearly every real path: one plain walk, with nothing to set up.
+        let mut state = start;
+        for &byte in haystack {
+            state = automaton.next_state(Anchored::No, state, byte);
+            if automaton.is_special(state) && automaton.is_match(state) {
+                for index in 0..automaton.match_len(state) {
+                    let piece = automaton.match_pattern(state, index).as_usize();
+                    if found(Event::Piece(piece)) == Heard::Stop {
+                        return;
+                    }
+                }
+            }
+        }
+        return;
+    }
     let mut state = start;
     let mut known = [usize::MAX; KNOWN_STATES];
     let longest = automaton.max_pattern_len().max(1);
@@ -853,6 +869,18 @@ impl GroupMatcher {
                     match self.checkpoint(&mut cursors, path, &mut bound, &seen, &firsts) {
                         Unseen::None => Heard::Stop,
                         Unseen::Many => Heard::Known,
+                        // Searching costs a set-up per piece: worth it only when the rest of
+                        // the path is long beside the pieces.
+                        Unseen::Few(few)
+                            if few
+                                .iter()
+                                .map(|&piece| self.piece(piece as usize).len())
+                                .sum::<usize>()
+                                * 16
+                                > path.len().saturating_sub(at) =>
+                        {
+                            Heard::Known
+                        }
                         Unseen::Few(few) => {
                             // A few pieces could still matter: one vectorised search each in
                             // the rest of the path costs less than walking it. Each search

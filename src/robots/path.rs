@@ -22,6 +22,7 @@
 //! [`forms`] gives the other readings an origin server may make of a request path: with
 //! `.`/`..` segments and doubled slashes resolved, and with encoded separators decoded.
 
+use smallvec::SmallVec;
 use std::borrow::Cow;
 
 /// Reduces a URL, or a path, to what robots.txt rules are matched against: the path and the query,
@@ -171,71 +172,70 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
             .position(is_special)
             .map(|found| at + found)
     };
-    // The output is made only once an octet has to change; until then, and between changes,
-    // unchanged octets are copied in runs. `?` only marks where the query starts, and an escape
-    // already in its normal form (`%2F`) stays: a path of them is already normal.
-    let mut out: Option<Vec<u8>> = None;
-    let mut copied = 0;
-    let mut in_query = false;
+    // `?` only marks where the query starts: a path whose special octets are all `?` (and, for
+    // a pattern, a final `$`) is already normal.
     let mut at = 0;
-    while let Some(found) = next_special(at) {
-        let byte = bytes[found];
-        let (width, change) = match byte {
-            b'?' => {
-                in_query = true;
-                (1, None)
-            }
-            b'%' => {
-                let digits = bytes.get(found + 1..found + 3).unwrap_or_default();
-                match digits {
-                    [high, low] => match (hex_value(*high), hex_value(*low)) {
-                        (Some(h), Some(l)) => {
-                            let decoded = h << 4 | l;
-                            if is_unreserved(decoded) || is_plain_reserved(decoded, in_query) {
-                                (3, Some(Change::Octet(decoded)))
-                            } else if high.is_ascii_lowercase() || low.is_ascii_lowercase() {
-                                (3, Some(Change::Escape(decoded)))
-                            } else {
-                                (3, None)
-                            }
-                        }
-                        // An invalid escape is kept as it is.
-                        _ => (1, None),
-                    },
-                    _ => (1, None),
-                }
-            }
-            // Only a final `$` anchors a pattern; one anywhere else is the literal octet.
-            b'$' if side == Side::Pattern && found + 1 == bytes.len() => (1, None),
-            // An octet to encode, or a path's `*` or `$`, or a pattern's inner `$`.
-            _ => (1, Some(Change::Escape(byte))),
+    let first = loop {
+        let Some(found) = next_special(at) else {
+            return Cow::Borrowed(bytes);
         };
-        if let Some(change) = change {
-            let out = out.get_or_insert_with(|| Vec::with_capacity(bytes.len() + 8));
-            push_run(out, bytes, copied, found);
-            match change {
-                Change::Octet(octet) => out.push(octet),
-                Change::Escape(octet) => push_escape(out, octet),
+        let plain = bytes[found] == b'?'
+            || (side == Side::Pattern && bytes[found] == b'$' && found + 1 == bytes.len());
+        if !plain {
+            break found;
+        }
+        at = found + 1;
+    };
+    // Start over from the query's start, if any, so that the query is known to be one.
+    let first = bytes[..first]
+        .iter()
+        .position(|&b| b == b'?')
+        .unwrap_or(first);
+    let mut out = Vec::with_capacity(bytes.len() + 8);
+    out.extend_from_slice(&bytes[..first]);
+    let mut in_query = false;
+    let mut i = first;
+    while i < bytes.len() {
+        let byte = bytes[i];
+        if byte == b'?' {
+            in_query = true;
+            out.push(byte);
+            i += 1;
+            continue;
+        }
+        if !is_special(&byte) {
+            // Copy the whole run of plain octets at once.
+            let end = next_special(i).unwrap_or(bytes.len());
+            out.extend_from_slice(&bytes[i..end]);
+            i = end;
+            continue;
+        }
+        if byte == b'%' {
+            let escape = bytes
+                .get(i + 1)
+                .and_then(|&h| hex_value(h))
+                .zip(bytes.get(i + 2).and_then(|&l| hex_value(l)));
+            if let Some((high, low)) = escape {
+                let decoded = high << 4 | low;
+                if is_unreserved(decoded) || is_plain_reserved(decoded, in_query) {
+                    out.push(decoded);
+                } else {
+                    push_escape(&mut out, decoded);
+                }
+                i += 3;
+                continue;
             }
-            copied = found + width;
+            out.push(b'%');
+        } else if byte == b'$' && side == Side::Pattern && i + 1 == bytes.len() {
+            // Only a final `$` anchors a pattern; one anywhere else is the literal octet.
+            out.push(byte);
+        } else {
+            // An octet to encode, or a path's `*` or `$`, or a pattern's inner `$`.
+            push_escape(&mut out, byte);
         }
-        at = found + width;
+        i += 1;
     }
-    match out {
-        None => Cow::Borrowed(bytes),
-        Some(mut out) => {
-            out.extend_from_slice(bytes.get(copied..).unwrap_or_default());
-            Cow::Owned(out)
-        }
-    }
-}
-
-/// What [`normalize_side`] writes in place of a special octet (or escape).
-enum Change {
-    /// The octet itself: a decoded escape.
-    Octet(u8),
-    /// The octet's escape, with upper-case hex digits.
-    Escape(u8),
+    Cow::Owned(out)
 }
 
 /// Normalises a request's path (and query) for comparison (see the module documentation).
@@ -324,14 +324,39 @@ fn decode_separators(normal: &[u8]) -> Option<Vec<u8>> {
 pub fn canonical(path_and_query: &[u8]) -> Option<Vec<u8>> {
     let end = memchr::memchr(b'?', path_and_query).unwrap_or(path_and_query.len());
     let (path, query) = path_and_query.split_at(end);
-    // Most paths have neither a dot nor a doubled slash: two vectorised searches answer.
-    if memchr::memchr(b'.', path).is_none() && memchr::memmem::find(path, b"//").is_none() {
+    if !may_need_resolving(path) {
         return None;
     }
     let mut resolved = resolve(path)?;
     resolved.extend_from_slice(query);
     Some(resolved)
 }
+
+/// Whether a path may have a `.` or `..` segment or a doubled `/`, that [`canonical`] changes:
+/// exactly, for a short path (nearly every real one, which then costs no allocation); for a
+/// long one, only whether it has a dot or a doubled slash, and [`resolve`] tells the rest.
+fn may_need_resolving(path: &[u8]) -> bool {
+    // Most paths have neither a dot nor a doubled slash: two vectorised searches answer.
+    if memchr::memchr(b'.', path).is_none() && memchr::memmem::find(path, b"//").is_none() {
+        return false;
+    }
+    if path.len() > SHORT_PATH {
+        return true;
+    }
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'/', path).chain(std::iter::once(path.len())) {
+        let segment = path.get(start..end).unwrap_or_default();
+        let inner = start > 0 && end < path.len();
+        if matches!(segment, b"." | b"..") || (segment.is_empty() && inner) {
+            return true;
+        }
+        start = end + 1;
+    }
+    false
+}
+
+/// The longest path [`may_need_resolving`] answers segment by segment.
+const SHORT_PATH: usize = 512;
 
 /// [`canonical`]'s resolution of a path (no query). The segments that change anything (empty,
 /// `.` and `..`) are found with bit masks of the path's slashes and dots, 64 octets at a time;
@@ -354,7 +379,8 @@ fn resolve(path: &[u8]) -> Option<Vec<u8>> {
     // One more block than the path fills, so that the end of the path and the three octets
     // after a block's last `/` always have a block to be in.
     let blocks = len / BLOCK + 2;
-    let (mut slashes, mut dots) = (vec![0u64; blocks], vec![0u64; blocks]);
+    let mut slashes: SmallVec<[u64; 10]> = smallvec::smallvec![0; blocks];
+    let mut dots: SmallVec<[u64; 10]> = smallvec::smallvec![0; blocks];
     for ((chunk, slash), dot) in path.chunks(BLOCK).zip(&mut slashes).zip(&mut dots) {
         (*slash, *dot) = slash_and_dot_masks(chunk);
     }
