@@ -426,7 +426,11 @@ impl Reloader {
     async fn run(&self, mut shutdown: ShutdownWatch) {
         let mut hangup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         {
-            Ok(signal) => Some(signal),
+            Ok(signal) => {
+                // Said once the signal is handled: before, a SIGHUP would end the process.
+                log::info!("reload: SIGHUP reloads the configuration and every robots.txt");
+                Some(signal)
+            }
             Err(e) => {
                 log::error!("cannot watch SIGHUP, reload on signal is off: {e}");
                 None

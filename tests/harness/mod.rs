@@ -463,6 +463,13 @@ impl Proxy {
     }
 
     pub fn signal(&self, signal: &str) {
+        if signal == "HUP" {
+            // Until the reload service handles it, SIGHUP's default would end the proxy: a
+            // loaded machine can answer requests before that service has started.
+            wait_for("the proxy to handle SIGHUP", || {
+                self.logs().contains("reload: SIGHUP reloads").then_some(())
+            });
+        }
         let status = Command::new("kill")
             .args([&format!("-{signal}"), &self.child.id().to_string()])
             .status()
