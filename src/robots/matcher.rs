@@ -849,15 +849,10 @@ impl GroupMatcher {
             let mut count = 0;
             automaton.scan(path, |event| match event {
                 Event::Piece(piece) => {
-                    let (word, bit) = (piece / 64, 1u64 << (piece % 64));
-                    let Some(w) = seen.get_mut(word).filter(|w| **w & bit == 0) else {
+                    if !self.see(piece, &mut seen, &firsts, &mut cursors) {
                         return Heard::Known;
-                    };
-                    *w |= bit;
+                    }
                     count += 1;
-                    Self::filed_under(self.piece_filed.of(piece), &firsts, |start, end| {
-                        cursors.ranges.push((start, end));
-                    });
                     // Once every piece has been seen, the rest of the path cannot add a glob.
                     if count < total {
                         Heard::New
@@ -869,39 +864,8 @@ impl GroupMatcher {
                     match self.checkpoint(&mut cursors, path, &mut bound, &seen, &firsts) {
                         Unseen::None => Heard::Stop,
                         Unseen::Many => Heard::Known,
-                        // Searching costs a set-up per piece: worth it only when the rest of
-                        // the path is long beside the pieces.
-                        Unseen::Few(few)
-                            if few
-                                .iter()
-                                .map(|&piece| self.piece(piece as usize).len())
-                                .sum::<usize>()
-                                * 16
-                                > path.len().saturating_sub(at) =>
-                        {
-                            Heard::Known
-                        }
                         Unseen::Few(few) => {
-                            // A few pieces could still matter: one vectorised search each in
-                            // the rest of the path costs less than walking it. Each search
-                            // starts early enough to find an occurrence across `at`.
-                            for piece in few {
-                                let piece = piece as usize;
-                                let needle = self.piece(piece);
-                                let from = (at + 1).saturating_sub(needle.len());
-                                let rest = path.get(from..).unwrap_or_default();
-                                if needle.is_empty() || memchr::memmem::find(rest, needle).is_none()
-                                {
-                                    continue;
-                                }
-                                if let Some(w) = seen.get_mut(piece / 64) {
-                                    *w |= 1u64 << (piece % 64);
-                                }
-                                Self::filed_under(self.piece_filed.of(piece), &firsts, |s, e| {
-                                    cursors.ranges.push((s, e));
-                                });
-                            }
-                            Heard::Stop
+                            self.search_rest(&few, at, path, &mut seen, &firsts, &mut cursors)
                         }
                     }
                 }
@@ -911,6 +875,51 @@ impl GroupMatcher {
             bound = position;
         }
         self.found(bound, limit)
+    }
+
+    /// Marks `piece` seen and files the lists under it that `firsts` (sorted) allow as
+    /// candidates; false when it was seen before.
+    fn see(&self, piece: usize, seen: &mut [u64], firsts: &[u32], cursors: &mut Cursors) -> bool {
+        let (word, bit) = (piece / 64, 1u64 << (piece % 64));
+        let Some(w) = seen.get_mut(word).filter(|w| **w & bit == 0) else {
+            return false;
+        };
+        *w |= bit;
+        Self::filed_under(self.piece_filed.of(piece), firsts, |start, end| {
+            cursors.ranges.push((start, end));
+        });
+        true
+    }
+
+    /// At the checkpoint `at`, for the few pieces that could still matter: one vectorised search
+    /// each in the rest of the path costs less than walking it, when the rest is long beside the
+    /// pieces (each search has a set-up); then the walk stops ([`Heard::Stop`]), else it goes on.
+    fn search_rest(
+        &self,
+        few: &[u32],
+        at: usize,
+        path: &[u8],
+        seen: &mut [u64],
+        firsts: &[u32],
+        cursors: &mut Cursors,
+    ) -> Heard {
+        let octets: usize = few
+            .iter()
+            .map(|&piece| self.piece(piece as usize).len())
+            .sum();
+        if octets * 16 > path.len().saturating_sub(at) {
+            return Heard::Known;
+        }
+        for &piece in few {
+            let needle = self.piece(piece as usize);
+            // From early enough to find an occurrence across `at`.
+            let from = (at + 1).saturating_sub(needle.len());
+            let rest = path.get(from..).unwrap_or_default();
+            if !needle.is_empty() && memchr::memmem::find(rest, needle).is_some() {
+                self.see(piece as usize, seen, firsts, cursors);
+            }
+        }
+        Heard::Stop
     }
 
     /// The answer for the best position found, if it beats the floor's limit.

@@ -394,6 +394,8 @@ fn resolve(path: &[u8]) -> Option<Vec<u8>> {
     // Left-out octets of the last block's segments that fall in the next block.
     let mut spill = 0u64;
     let mut last_left_out = false;
+    // The path's last octet: where a dropped last segment shows.
+    let (last_block, last_bit) = ((len - 1) / BLOCK, 1u64 << ((len - 1) % BLOCK));
     let mut dropped_last = false;
     // Whether a segment other than a last empty one (`/a/`, which stays) is dropped.
     let mut changed = false;
@@ -407,12 +409,8 @@ fn resolve(path: &[u8]) -> Option<Vec<u8>> {
         let empty = s & slash_at(1);
         let one_dot = s & dot_at(1) & slash_at(2);
         let two_dots = s & dot_at(1) & dot_at(2) & slash_at(3);
-        let trailing = if block == (len - 1) / BLOCK {
-            1u64 << ((len - 1) % BLOCK)
-        } else {
-            0
-        };
-        changed |= (empty & !trailing) | one_dot | two_dots != 0;
+        let last = if block == last_block { last_bit } else { 0 };
+        changed |= (empty & !last) | one_dot | two_dots != 0;
         // A dropped segment leaves out its `/` and its dots.
         let widen =
             |mask: u64, octets: u32| (0..octets).fold(0u128, |all, k| all | u128::from(mask) << k);
@@ -441,9 +439,7 @@ fn resolve(path: &[u8]) -> Option<Vec<u8>> {
             }
         }
         last_left_out = left_out >> (BLOCK - 1) == 1;
-        if block == (len - 1) / BLOCK {
-            dropped_last = left_out >> ((len - 1) % BLOCK) & 1 == 1;
-        }
+        dropped_last |= left_out & last != 0;
     }
     if !changed {
         return None;
