@@ -243,6 +243,14 @@ impl PieceAutomaton {
             .map(PieceAutomaton::Nfa)
     }
 
+    /// The length of the longest piece.
+    fn longest(&self) -> usize {
+        match self {
+            PieceAutomaton::Dfa(dfa) => dfa.max_pattern_len(),
+            PieceAutomaton::Nfa(nfa) => nfa.max_pattern_len(),
+        }
+    }
+
     /// Calls `found(Event::Piece(piece))` for each piece that ends at an octet of `haystack`, in
     /// order, and `found(Event::Checkpoint(at))` at each of [`scan`]'s checkpoints, until it answers
     /// [`Heard::Stop`]. Pieces already answered [`Heard::Known`] may not be reported again.
@@ -266,6 +274,53 @@ enum Unseen {
 
 /// The most unseen pieces a checkpoint looks for one by one in the rest of the path.
 const FEW_UNSEEN: usize = 8;
+
+/// The octets of the rest of the path [`GroupMatcher::narrow`] reads before it tells whether
+/// narrowing helps: if more than a few pieces still may be there, more octets only let more in.
+const NARROW_FIRST_LOOK: usize = 2048;
+
+/// The most pieces a narrowed look at the unseen ones goes through, most of them let go by
+/// [`Pairs::may_hold`] at a few instructions each.
+const NARROWED_PIECES: usize = 4096;
+
+/// The pairs of adjacent octets of a text, hashed into 4096 slots: where a pair's slot is
+/// empty, the pair is not in the text, nor any piece that holds it.
+struct Pairs(Box<[bool; PAIR_SLOTS]>);
+
+/// [`Pairs`]' slots: a slot is an octet, so that adding a pair is one store.
+const PAIR_SLOTS: usize = 4096;
+
+impl Pairs {
+    fn slot(first: u8, second: u8) -> usize {
+        (usize::from(first) << 4 ^ usize::from(second)) & (PAIR_SLOTS - 1)
+    }
+
+    /// The pairs of `text`.
+    fn of(text: &[u8]) -> Pairs {
+        let mut pairs = Pairs(Box::new([false; PAIR_SLOTS]));
+        pairs.add(text);
+        pairs
+    }
+
+    /// Adds the pairs of `text`: a few instructions an octet, a fraction of an automaton walk's.
+    fn add(&mut self, text: &[u8]) {
+        let Some((&first, rest)) = text.split_first() else {
+            return;
+        };
+        let mut before = first;
+        for &octet in rest {
+            self.0[Self::slot(before, octet)] = true;
+            before = octet;
+        }
+    }
+
+    /// Whether `piece` may be in the text: every pair of it may be.
+    fn may_hold(&self, piece: &[u8]) -> bool {
+        piece
+            .windows(2)
+            .all(|pair| self.0[Self::slot(pair[0], pair[1])])
+    }
+}
 
 /// What a scan reports.
 #[derive(Debug, Clone, Copy)]
@@ -847,6 +902,7 @@ impl GroupMatcher {
             let total = self.piece_filed.len();
             let mut seen: SmallVec<[u64; 8]> = smallvec::smallvec![0; total.div_ceil(64)];
             let mut count = 0;
+            let mut narrowed = false;
             automaton.scan(path, |event| match event {
                 Event::Piece(piece) => {
                     if !self.see(piece, &mut seen, &firsts, &mut cursors) {
@@ -863,10 +919,16 @@ impl GroupMatcher {
                 Event::Checkpoint(at) => {
                     match self.checkpoint(&mut cursors, path, &mut bound, &seen, &firsts) {
                         Unseen::None => Heard::Stop,
-                        Unseen::Many => Heard::Known,
                         Unseen::Few(few) => {
                             self.search_rest(&few, at, path, &mut seen, &firsts, &mut cursors)
                         }
+                        Unseen::Many if !narrowed => {
+                            // Once a path: later checkpoints have less of it left to gain.
+                            narrowed = true;
+                            let longest = automaton.longest();
+                            self.narrow(at, path, bound, &mut seen, &firsts, &mut cursors, longest)
+                        }
+                        Unseen::Many => Heard::Known,
                     }
                 }
             });
@@ -1006,16 +1068,59 @@ impl GroupMatcher {
         }
         // Every candidate before `bound` has been checked and does not match.
         cursors.ranges.clear();
-        self.unseen_that_could_beat(seen, firsts, *bound)
+        self.unseen_that_could_beat(seen, firsts, *bound, None)
+    }
+
+    /// At the checkpoint `at`, when too many unseen pieces could still matter to look for one
+    /// by one: those the rest of the path may hold, by its octet pairs ([`Pairs`]), are looked
+    /// for if they are few ([`GroupMatcher::search_rest`]), and the walk stops; a path over a
+    /// few octets (`/a/../a/..`, `/a%5C%5C..`) against pieces that need others would otherwise
+    /// be walked to its last octet. The pairs of the first [`NARROW_FIRST_LOOK`] octets tell
+    /// early when this cannot help, having cost a small part of the walk.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn narrow(
+        &self,
+        at: usize,
+        path: &[u8],
+        bound: u32,
+        seen: &mut [u64],
+        firsts: &[u32],
+        cursors: &mut Cursors,
+        longest: usize,
+    ) -> Heard {
+        // From early enough to hold an occurrence across `at`.
+        let rest = path
+            .get((at + 1).saturating_sub(longest)..)
+            .unwrap_or_default();
+        let first_look = rest.len().min(NARROW_FIRST_LOOK);
+        let mut pairs = Pairs::of(rest.get(..first_look).unwrap_or_default());
+        if let Unseen::Many = self.unseen_that_could_beat(seen, firsts, bound, Some(&pairs)) {
+            return Heard::Known;
+        }
+        // One octet back, for the pair across the two stretches.
+        pairs.add(rest.get(first_look.saturating_sub(1)..).unwrap_or_default());
+        match self.unseen_that_could_beat(seen, firsts, bound, Some(&pairs)) {
+            Unseen::None => Heard::Stop,
+            Unseen::Few(few) => self.search_rest(&few, at, path, seen, firsts, cursors),
+            Unseen::Many => Heard::Known,
+        }
     }
 
     /// The pieces not in `seen` that have a glob filed under one of `firsts` (sorted) that comes
     /// before `bound`: [`Unseen::Many`] when there are more than [`FEW_UNSEEN`], or when too
     /// many pieces would have to be looked at to tell.
-    fn unseen_that_could_beat(&self, seen: &[u64], firsts: &[u32], bound: u32) -> Unseen {
+    /// With `pairs`, only pieces it may hold count.
+    fn unseen_that_could_beat(
+        &self,
+        seen: &[u64],
+        firsts: &[u32],
+        bound: u32,
+        pairs: Option<&Pairs>,
+    ) -> Unseen {
         let mut looked = 0;
         let mut few = SmallVec::new();
-        for &piece in &self.pieces_by_best {
+        for (visited, &piece) in self.pieces_by_best.iter().enumerate() {
             if !self.beats(self.piece_best.get(piece as usize).copied(), bound) {
                 // In order of their best glob: no piece after this one can beat `bound` either.
                 break;
@@ -1026,6 +1131,14 @@ impl GroupMatcher {
                 .is_some_and(|w| w & (1u64 << (index % 64)) != 0)
             {
                 continue;
+            }
+            if let Some(pairs) = pairs {
+                if visited >= NARROWED_PIECES {
+                    return Unseen::Many;
+                }
+                if !pairs.may_hold(self.piece(index)) {
+                    continue;
+                }
             }
             looked += 1;
             if looked > CHECKPOINT_PIECES {
@@ -1287,14 +1400,35 @@ mod tests {
         path
     }
 
+    /// `len` octets over `a` and `b`, after a `/`, in an order of their own (xorshift).
+    fn mixed(len: usize, seed: u64) -> Vec<u8> {
+        let mut state = seed;
+        let mut text = vec![b'/'];
+        text.extend((1..len).map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            if state & 1 == 0 {
+                b'a'
+            } else {
+                b'b'
+            }
+        }));
+        text
+    }
+
     /// A piece that occurs once, across the middle of a stretch that the scan walks as two
     /// halves (or just before the middle, where the second walk is still warming up), is found.
-    /// More pieces than a checkpoint looks for one by one are missing, so the scan walks on.
+    /// More pieces than a checkpoint looks for one by one are missing, and the path holds every
+    /// pair of octets they are made of, so that narrowing them down cannot stop the walk.
     #[test]
     fn pieces_across_the_middle_of_a_split_walk_are_found() {
+        let missing: Vec<String> = (0..=FEW_UNSEEN as u64)
+            .map(|i| String::from_utf8(mixed(33, 1000 + i)[1..].to_vec()).unwrap())
+            .collect();
         for piece in ["q", "qrst", "qrstuvwxyzqrstuvwxyz"] {
             let mut patterns = vec![format!("/*{piece}")];
-            patterns.extend((0..=FEW_UNSEEN).map(|i| format!("/*zz{i}")));
+            patterns.extend(missing.iter().map(|missing| format!("/*{missing}")));
             let rules: Vec<(bool, &str)> = patterns.iter().map(|p| (false, p.as_str())).collect();
             let matcher = GroupMatcher::build(prepared(&rules), &mut Vec::new());
             for len in [1600, 2047, 2600, 9000, 20000] {
@@ -1308,9 +1442,15 @@ mod tests {
                     (from, until) = (until, until * 4);
                 }
                 assert!(!mids.is_empty());
+                let filler = mixed(len, 7);
+                for missing in &missing {
+                    let found = memchr::memmem::find(&filler, missing.as_bytes());
+                    assert_eq!(found, None, "{missing} is in the path");
+                }
                 for mid in mids {
                     for start in mid - piece.len() - 2..=mid + 2 {
-                        let path = path_with(len, piece, start);
+                        let mut path = filler.clone();
+                        path[start..start + piece.len()].copy_from_slice(piece.as_bytes());
                         let found = matcher.decide(&path, None).map(|found| found.rule);
                         assert_eq!(found, Some(0), "{piece} at {start} of {len}");
                     }
@@ -1342,6 +1482,40 @@ mod tests {
             }
             let path = path_with(len, piece, len - piece.len());
             assert_eq!(matcher.decide(&path, None).map(|f| f.rule), Some(0));
+        }
+    }
+
+    /// With more missing pieces than a checkpoint looks for one by one, a piece that occurs once,
+    /// after a checkpoint or across it, is found once the pieces are narrowed down by the octet
+    /// pairs of the rest of the path; the missing ones, made of pairs the path lacks, are not.
+    #[test]
+    fn pieces_are_found_once_the_rest_narrows_them_down() {
+        for piece in ["q", "qr", "qrst", "qrstuvwxyzqrstuvwxyz"] {
+            let mut patterns = vec![format!("/*{piece}")];
+            patterns.extend((0..4 * FEW_UNSEEN).map(|i| format!("/*zz{i}")));
+            let mut rules = vec![(false, patterns[0].as_str())];
+            rules.extend(patterns[1..].iter().map(|p| (true, p.as_str())));
+            let matcher = GroupMatcher::build(prepared(&rules), &mut Vec::new());
+            let len = 20000;
+            assert_eq!(matcher.decide(&path_with(len, "", 1), None), None);
+            for checkpoint in [
+                FIRST_CHECKPOINT,
+                FIRST_CHECKPOINT * 4,
+                FIRST_CHECKPOINT * 16,
+            ] {
+                // Across the checkpoint, in and past the narrowing's first look.
+                let starts = (checkpoint - piece.len() - 1..=checkpoint + 1)
+                    .chain([checkpoint + NARROW_FIRST_LOOK - 1, checkpoint + 3000]);
+                for start in starts.filter(|&start| start + piece.len() <= len) {
+                    let path = path_with(len, piece, start);
+                    let found = matcher.decide(&path, None).map(|found| found.rule);
+                    assert_eq!(found, Some(0), "{piece} at {start}");
+                }
+            }
+            // A missing piece that is there after all is found too.
+            let path = path_with(len, "zz17", 5000);
+            let found = matcher.decide(&path, None).map(|found| found.rule);
+            assert!(found.is_some_and(|rule| rule > 0), "{found:?}");
         }
     }
 

@@ -126,97 +126,61 @@ const fn special_octets(side: Side) -> [bool; 256] {
 const PATH_SPECIAL: [bool; 256] = special_octets(Side::Path);
 const PATTERN_SPECIAL: [bool; 256] = special_octets(Side::Pattern);
 
-/// A byte string being written, in a buffer made as long as the most it can come to: on a path
-/// dense with escapes or dot segments most writes are a few octets, and a `Vec`'s capacity check
-/// per write costs more than the copy.
+/// A byte string being written, with room made for the most it is expected to come to.
 struct Output {
     buf: Vec<u8>,
-    len: usize,
 }
 
-/// The octets [`Output::run`] may write past the end of a run: one fixed-size copy of 16.
+/// The octets [`Output::run`] copies at once: a run of at most this many is copied as this many
+/// and cut back, one fixed-size move instead of a call to `memcpy`.
 const RUN_SLACK: usize = 16;
 
 impl Output {
     /// Room for `most` octets.
     fn with_room(most: usize) -> Self {
         Output {
-            buf: vec![0; most + RUN_SLACK],
-            len: 0,
+            buf: Vec::with_capacity(most + RUN_SLACK),
         }
     }
 
-    /// Appends `bytes[from..to]`. A run of at most 16 octets is copied as 16 and cut back, one
-    /// fixed-size move instead of a call to `memcpy`.
+    /// Appends `bytes[from..to]`: on a path dense with escapes or dot segments most runs are a
+    /// few octets, and a call to `memcpy` costs more than the copy.
     #[inline(always)]
     fn run(&mut self, bytes: &[u8], from: usize, to: usize) {
         let len = to.saturating_sub(from);
-        if len <= RUN_SLACK {
-            let source = bytes.get(from..).and_then(|rest| rest.first_chunk::<RUN_SLACK>());
-            let target = self.buf.get_mut(self.len..);
-            if let (Some(source), Some(target)) =
-                (source, target.and_then(|rest| rest.first_chunk_mut::<RUN_SLACK>()))
-            {
-                *target = *source;
-                self.len += len;
-                return;
+        match bytes
+            .get(from..)
+            .and_then(|rest| rest.first_chunk::<RUN_SLACK>())
+        {
+            Some(sixteen) if len <= RUN_SLACK => {
+                let kept = self.buf.len() + len;
+                self.buf.extend_from_slice(sixteen);
+                self.buf.truncate(kept);
             }
+            _ => self.extend(bytes.get(from..to).unwrap_or_default()),
         }
-        self.extend(bytes.get(from..to).unwrap_or_default());
     }
 
     fn extend(&mut self, octets: &[u8]) {
-        let end = self.len + octets.len();
-        if self.buf.len() < end + RUN_SLACK {
-            // More than the room asked for: grow rather than fail.
-            self.buf.resize(end + RUN_SLACK, 0);
-        }
-        if let Some(target) = self.buf.get_mut(self.len..end) {
-            target.copy_from_slice(octets);
-        }
-        self.len = end;
+        self.buf.extend_from_slice(octets);
     }
 
     #[inline(always)]
     fn push(&mut self, octet: u8) {
-        match self.buf.get_mut(self.len) {
-            Some(slot) => {
-                *slot = octet;
-                self.len += 1;
-            }
-            None => self.extend(&[octet]),
-        }
-    }
-
-    /// Appends the escape of `octet`, with upper-case hex digits.
-    #[inline(always)]
-    fn escape(&mut self, octet: u8) {
-        let escape = [
-            b'%',
-            UPPER_HEX[usize::from(octet >> 4)],
-            UPPER_HEX[usize::from(octet & 0x0F)],
-        ];
-        match self.buf.get_mut(self.len..self.len + 3) {
-            Some(slot) => {
-                slot.copy_from_slice(&escape);
-                self.len += 3;
-            }
-            None => self.extend(&escape),
-        }
+        self.buf.push(octet);
     }
 
     /// The octets written so far.
     fn written(&self) -> &[u8] {
-        self.buf.get(..self.len).unwrap_or_default()
+        &self.buf
     }
 
     /// Takes back the octets from `len` on.
     fn cut(&mut self, len: usize) {
-        self.len = self.len.min(len);
+        self.buf.truncate(len);
     }
 
-    fn into_vec(mut self) -> Vec<u8> {
-        self.buf.truncate(self.len);
+    fn into_vec(self) -> Vec<u8> {
         self.buf
     }
 }
@@ -266,12 +230,19 @@ const HEX_DIGITS: [u8; 256] = {
 fn rewrite(rest: &[u8], side: Side, in_query: bool) -> Rewrite {
     match rest {
         [b'%', high, low, ..] => {
-            let (h, l) = (HEX_DIGITS[usize::from(*high)], HEX_DIGITS[usize::from(*low)]);
+            let (h, l) = (
+                HEX_DIGITS[usize::from(*high)],
+                HEX_DIGITS[usize::from(*low)],
+            );
             if (h | l) >= 16 {
                 return Rewrite::Keep(1);
             }
             let decoded = h << 4 | l;
-            let raw = if in_query { &RAW_IN_QUERY } else { &RAW_IN_PATH };
+            let raw = if in_query {
+                &RAW_IN_QUERY
+            } else {
+                &RAW_IN_PATH
+            };
             if raw[usize::from(decoded)] {
                 Rewrite::Decode(decoded)
             } else if *high == UPPER_HEX[usize::from(h)] && *low == UPPER_HEX[usize::from(l)] {
@@ -286,16 +257,6 @@ fn rewrite(rest: &[u8], side: Side, in_query: bool) -> Rewrite {
         [byte, ..] => Rewrite::Encode(*byte),
         [] => Rewrite::Keep(1),
     }
-}
-
-/// Bit `i` set where octet `i` of `block` (at most 64 octets) is special: a table lookup per
-/// octet and no branch, so that a path dense with escapes costs a few instructions per octet and
-/// one look per escape.
-#[inline(always)]
-fn special_mask(block: &[u8], special: &[bool; 256]) -> u64 {
-    block.iter().enumerate().fold(0, |mask, (i, &b)| {
-        mask | u64::from(special[usize::from(b)]) << i
-    })
 }
 
 fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
@@ -322,72 +283,126 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
     };
     // Octets that stay as they are (escapes already normal, `?`) are skipped, and nothing is
     // written until one changes: a path whose special octets all stay is borrowed.
-    let mut in_query = false;
+    // Where the query starts (an escape after it is in the query), found when an escape asks.
+    let mut query = None;
+    let mut in_query = |at: usize| {
+        at > *query.get_or_insert_with(|| memchr::memchr(b'?', bytes).unwrap_or(bytes.len()))
+    };
     let mut at = 0;
     let first = loop {
         let Some(found) = next_special(at) else {
             return Cow::Borrowed(bytes);
         };
-        in_query |= bytes[found] == b'?';
-        match rewrite(&bytes[found..], side, in_query) {
+        let escaped = bytes[found] == b'%' && in_query(found);
+        match rewrite(&bytes[found..], side, escaped) {
             Rewrite::Keep(len) => at = found + len,
             _ => break found,
         }
     };
-    // From the first octet that changes on, the special octets are found 64 at a time, by bit
-    // masks, and each costs a few instructions: a path may be dense with them.
-    let mut out = Output::with_room(bytes.len() * 3);
-    out.extend(&bytes[..first]);
-    // `bytes[copied..]` is not yet written to `out`; special octets before `next` are inside
-    // an escape already handled.
-    let (mut copied, mut next) = (first, first);
-    for (index, block) in bytes[first..].chunks(BLOCK).enumerate() {
-        let base = first + index * BLOCK;
-        let mut specials = special_mask(block, special);
-        while specials != 0 {
-            let found = base + specials.trailing_zeros() as usize;
-            specials &= specials - 1;
-            let Some(&octet) = bytes.get(found).filter(|_| found >= next) else {
-                continue;
-            };
-            match octet {
-                b'%' | b'$' | b'?' => {
-                    in_query |= octet == b'?';
-                    match rewrite(&bytes[found..], side, in_query) {
-                        Rewrite::Keep(len) => {
-                            next = found + len;
-                            continue;
-                        }
-                        Rewrite::Decode(decoded) => {
-                            out.run(bytes, copied, found);
-                            out.push(decoded);
-                            next = found + 3;
-                        }
-                        Rewrite::Upper(decoded) => {
-                            out.run(bytes, copied, found);
-                            out.escape(decoded);
-                            next = found + 3;
-                        }
-                        Rewrite::Encode(octet) => {
-                            out.run(bytes, copied, found);
-                            out.escape(octet);
-                            next = found + 1;
-                        }
-                    }
-                }
-                // An octet to encode: the common case of a path dense with them.
-                _ => {
-                    out.run(bytes, copied, found);
-                    out.escape(octet);
-                    next = found + 1;
-                }
+    // From the first octet that changes on, every octet is written from a table of what it
+    // becomes (itself, or its escape), with no branch on what it is but for `%`: a path may be
+    // dense with octets to encode, and the cost per octet stays the same.
+    let translations = match side {
+        Side::Path => &PATH_TRANSLATIONS,
+        Side::Pattern => &PATTERN_TRANSLATIONS,
+    };
+    // A pattern's final `$` is its anchor: written as it is, after the rest.
+    let anchored = side == Side::Pattern && bytes.last() == Some(&b'$');
+    let end = bytes.len() - usize::from(anchored);
+    // No octet comes out longer than three, and each write is of four or eight (the last ones
+    // spare).
+    let mut out = vec![0u8; first + 3 * (bytes.len() - first) + 8];
+    if let (Some(head), Some(written)) = (bytes.get(..first), out.get_mut(..first)) {
+        written.copy_from_slice(head);
+    }
+    let (mut written, mut at) = (first, first);
+    while at < end {
+        // Eight plain octets are copied as they are; eight with a special one are written one by
+        // one (an escape may take the last past them).
+        let eight = bytes.get(at..end).and_then(|rest| rest.first_chunk::<8>());
+        if let Some(eight) = eight.filter(|eight| !eight.iter().any(is_special)) {
+            if let Some(slot) = out
+                .get_mut(written..)
+                .and_then(|rest| rest.first_chunk_mut::<8>())
+            {
+                *slot = *eight;
             }
-            copied = next;
+            (written, at) = (written + 8, at + 8);
+            continue;
+        }
+        let group_end = end.min(at + 8);
+        while let Some(&octet) = bytes.get(at).filter(|_| at < group_end) {
+            let translation = if octet == b'%' {
+                let (translation, len) = match rewrite(&bytes[at..], side, in_query(at)) {
+                    Rewrite::Keep(len) => {
+                        let mut kept = [0; 4];
+                        if let (Some(head), Some(octets)) =
+                            (kept.get_mut(..len), bytes.get(at..at + len))
+                        {
+                            head.copy_from_slice(octets);
+                        }
+                        kept[3] = len as u8;
+                        (u32::from_le_bytes(kept), len)
+                    }
+                    Rewrite::Decode(decoded) => (u32::from(decoded) | 1 << 24, 3),
+                    Rewrite::Upper(decoded) | Rewrite::Encode(decoded) => (escape_of(decoded), 3),
+                };
+                at += len;
+                translation
+            } else {
+                at += 1;
+                translations[usize::from(octet)]
+            };
+            if let Some(slot) = out
+                .get_mut(written..)
+                .and_then(|rest| rest.first_chunk_mut::<4>())
+            {
+                *slot = translation.to_le_bytes();
+            }
+            written += (translation >> 24) as usize;
         }
     }
-    out.extend(bytes.get(copied..).unwrap_or_default());
-    Cow::Owned(out.into_vec())
+    out.truncate(written);
+    if anchored {
+        out.push(b'$');
+    }
+    Cow::Owned(out)
 }
+
+/// What [`normalize_side`] writes for an octet: up to three octets in the low three bytes (in
+/// order, little-endian), and how many in the fourth, so that writing it is one store.
+type Translation = u32;
+
+/// The escape of `octet`, as a [`Translation`].
+const fn escape_of(octet: u8) -> Translation {
+    u32::from_le_bytes([
+        b'%',
+        UPPER_HEX[(octet >> 4) as usize],
+        UPPER_HEX[(octet & 0x0F) as usize],
+        3,
+    ])
+}
+
+/// Per octet other than `%`: what it is written as on `side`, itself or its escape (a path's `*`
+/// and `$`, and octets that never appear raw in a URI; a pattern's final `$` is handled apart).
+const fn translations(side: Side) -> [Translation; 256] {
+    let special = special_octets(side);
+    let mut table = [0; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let b = byte as u8;
+        table[byte] = if special[byte] && b != b'?' && b != b'%' {
+            escape_of(b)
+        } else {
+            b as u32 | 1 << 24
+        };
+        byte += 1;
+    }
+    table
+}
+
+const PATH_TRANSLATIONS: [Translation; 256] = translations(Side::Path);
+const PATTERN_TRANSLATIONS: [Translation; 256] = translations(Side::Pattern);
 
 /// Normalises a request's path (and query) for comparison (see the module documentation).
 pub fn normalize(bytes: &[u8]) -> Cow<'_, [u8]> {
@@ -744,9 +759,8 @@ fn gathered_zeros(x: u64) -> u64 {
 }
 
 /// Bit `i` set where octet `i` of `block` (at most 64 octets) is `first`, and where it is
-/// `second`: found eight octets at a time, without a branch. Neither may be 0 (the padding).
+/// `second`. Neither may be 0 (the padding after a short block's end).
 fn octet_masks(block: &[u8], first: u8, second: u8) -> (u64, u64) {
-    let (firsts, seconds) = (u64::from_ne_bytes([first; 8]), u64::from_ne_bytes([second; 8]));
     let mut padded = [0u8; BLOCK];
     let octets = match block.first_chunk::<BLOCK>() {
         Some(full) => full,
@@ -758,6 +772,16 @@ fn octet_masks(block: &[u8], first: u8, second: u8) -> (u64, u64) {
             &padded
         }
     };
+    block_masks(octets, first, second)
+}
+
+/// [`octet_masks`] of a whole block, eight octets at a time, without a branch.
+#[inline(always)]
+fn block_masks(octets: &[u8; BLOCK], first: u8, second: u8) -> (u64, u64) {
+    let (firsts, seconds) = (
+        u64::from_ne_bytes([first; 8]),
+        u64::from_ne_bytes([second; 8]),
+    );
     let (mut at_first, mut at_second) = (0, 0);
     for (word, eight) in octets.chunks_exact(8).enumerate() {
         let mut bytes = [0u8; 8];
