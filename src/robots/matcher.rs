@@ -302,15 +302,22 @@ impl Pairs {
         pairs
     }
 
-    /// Adds the pairs of `text`: a few instructions an octet, a fraction of an automaton walk's.
+    /// Adds the pairs of `text`: a few instructions an octet, a fraction of an automaton walk's,
+    /// and eight octets that repeat the one before them (`////…`, `aaaa…`) are one comparison.
     fn add(&mut self, text: &[u8]) {
         let Some((&first, rest)) = text.split_first() else {
             return;
         };
         let mut before = first;
-        for &octet in rest {
-            self.0[Self::slot(before, octet)] = true;
-            before = octet;
+        for eight in rest.chunks(8) {
+            if eight == [before; 8] {
+                self.0[Self::slot(before, before)] = true;
+                continue;
+            }
+            for &octet in eight {
+                self.0[Self::slot(before, octet)] = true;
+                before = octet;
+            }
         }
     }
 
