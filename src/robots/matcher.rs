@@ -162,7 +162,17 @@ struct Filed {
     spans: Box<[(u32, u32)]>,
     firsts: Box<[u32]>,
     ranges: Box<[(u32, u32)]>,
+    /// For pieces filed under more than [`LONG_FILED`] first pieces, where each of them is in
+    /// `firsts`: one lookup per first piece of the path, where a search of the piece's list
+    /// would go through tens of ids (a file of many globs repeats each inner piece under
+    /// a hundred first pieces, and a long path meets hundreds of pieces).
+    /// Boxed, and only where there are such pieces: a file of thousands of small groups keeps
+    /// thousands of these.
+    long: Option<Box<HashMap<(u32, u32), u32>>>,
 }
+
+/// The longest list of first pieces [`Filed::under`] searches rather than looks up by hash.
+const LONG_FILED: usize = 16;
 
 impl Filed {
     /// Files `(piece, first, glob)` triples for `pieces` pieces: per piece, one list of globs per
@@ -188,11 +198,52 @@ impl Filed {
                 ranges.push((start, lists.len() as u32));
             }
         }
+        let mut long = HashMap::default();
+        for (piece, &(start, end)) in spans.iter().enumerate() {
+            if (end - start) as usize > LONG_FILED {
+                for at in start..end {
+                    if let Some(&first) = firsts.get(at as usize) {
+                        long.insert((piece as u32, first), at);
+                    }
+                }
+            }
+        }
+        let long = (!long.is_empty()).then(|| Box::new(long));
         // Boxed at their length: a file of thousands of groups keeps thousands of these.
         Filed {
             spans: spans.into_boxed_slice(),
             firsts: firsts.into_boxed_slice(),
             ranges: ranges.into_boxed_slice(),
+            long,
+        }
+    }
+
+    /// Calls `push(start, end)` for the lists filed under `piece` whose first piece starts the
+    /// path (is in `keys`, sorted). A short list of the piece's is searched for each key (or
+    /// each of its first pieces in `keys`, when it is the shorter); a long one is looked up.
+    /// Out of line, as the scan's callback must stay small to be inlined.
+    #[inline(never)]
+    fn under(&self, piece: usize, keys: &[u32], mut push: impl FnMut(u32, u32)) {
+        let (filed, ranges) = self.of(piece);
+        if filed.len() <= keys.len() {
+            for (first, &(start, end)) in filed.iter().zip(ranges) {
+                if keys.binary_search(first).is_ok() {
+                    push(start, end);
+                }
+            }
+        } else if let Some(long) = self.long.as_ref().filter(|_| filed.len() > LONG_FILED) {
+            for &key in keys {
+                let at = long.get(&(piece as u32, key));
+                if let Some(&(start, end)) = at.and_then(|&at| self.ranges.get(at as usize)) {
+                    push(start, end);
+                }
+            }
+        } else {
+            for &key in keys {
+                if let Some(&(start, end)) = position_in(filed, key).and_then(|at| ranges.get(at)) {
+                    push(start, end);
+                }
+            }
         }
     }
 
@@ -896,13 +947,10 @@ impl GroupMatcher {
         }
         if suffixes {
             self.suffixes.walk_back(path, |value, _| {
-                Self::filed_under(
-                    self.suffix_filed.of(value as usize),
-                    &firsts,
-                    |start, end| {
+                self.suffix_filed
+                    .under(value as usize, &firsts, |start, end| {
                         cursors.ranges.push((start, end));
-                    },
-                );
+                    });
             });
         }
         if let Some(automaton) = self.pieces.as_ref().filter(|_| pieces) {
@@ -954,7 +1002,7 @@ impl GroupMatcher {
             return false;
         };
         *w |= bit;
-        Self::filed_under(self.piece_filed.of(piece), firsts, |start, end| {
+        self.piece_filed.under(piece, firsts, |start, end| {
             cursors.ranges.push((start, end));
         });
         true
@@ -1152,7 +1200,7 @@ impl GroupMatcher {
                 return Unseen::Many;
             }
             let mut better = false;
-            Self::filed_under(self.piece_filed.of(index), firsts, |start, _| {
+            self.piece_filed.under(index, firsts, |start, _| {
                 better |= self.beats(self.lists.get(start as usize).copied(), bound);
             });
             if better {
@@ -1166,32 +1214,6 @@ impl GroupMatcher {
             Unseen::None
         } else {
             Unseen::Few(few)
-        }
-    }
-
-    /// Calls `push(start, end)` for the lists filed under one piece (its first pieces, sorted,
-    /// and their ranges) whose first piece starts the path (is in `firsts`, sorted). The shorter
-    /// of the two sorted lists is looked up in the longer one. Out of line, as the scan's
-    /// callback must stay small to be inlined.
-    #[inline(never)]
-    fn filed_under(
-        (filed, ranges): (&[u32], &[(u32, u32)]),
-        firsts: &[u32],
-        mut push: impl FnMut(u32, u32),
-    ) {
-        if filed.len() <= firsts.len() {
-            for (first, &(start, end)) in filed.iter().zip(ranges) {
-                if firsts.binary_search(first).is_ok() {
-                    push(start, end);
-                }
-            }
-        } else {
-            for &first in firsts {
-                if let Some(&(start, end)) = position_in(filed, first).and_then(|at| ranges.get(at))
-                {
-                    push(start, end);
-                }
-            }
         }
     }
 
@@ -1303,6 +1325,31 @@ mod tests {
         assert_eq!(decide(&rules, "/fr/x?color=red"), Some(4));
         assert_eq!(decide(&rules, "/se-en/shop/a/sold"), Some(13));
         assert_eq!(decide(&rules, "/us/x?color=red"), None);
+    }
+
+    /// A piece filed under more first pieces than are searched one by one is looked up by
+    /// (piece, first piece), on short paths and on long ones.
+    #[test]
+    fn pieces_filed_under_many_first_pieces_are_looked_up() {
+        let patterns: Vec<String> = (0..3 * LONG_FILED)
+            .map(|i| format!("/f{i}/*middlepiece*"))
+            .collect();
+        let rules: Vec<(bool, &str)> = patterns.iter().map(|p| (false, p.as_str())).collect();
+        let matcher = GroupMatcher::build(prepared(&rules), &mut Vec::new());
+        assert!(matcher.piece_filed.long.is_some());
+        let filler = "/a".repeat(600);
+        for i in 0..3 * LONG_FILED {
+            for path in [
+                format!("/f{i}/x/middlepiece/y"),
+                format!("/f{i}{filler}/middlepiece{filler}"),
+            ] {
+                let found = matcher.decide(path.as_bytes(), None).map(|f| f.rule);
+                assert_eq!(found, Some(i), "{}", &path[..20]);
+            }
+            let without = format!("/f{i}/x/middle/piece");
+            assert_eq!(matcher.decide(without.as_bytes(), None), None);
+        }
+        assert_eq!(matcher.decide(b"/g/middlepiece", None), None);
     }
 
     #[test]
