@@ -577,7 +577,19 @@ fn may_need_resolving(path: &[u8]) -> bool {
         return false;
     }
     if path.len() > SHORT_PATH {
-        return true;
+        // Exactly: a `.` or `..` segment is `/./` or `/../` inside, or a last `/.` or `/..` (or
+        // a first `./` or `../` in a path that is not rooted), and an empty one is `//`. A few
+        // vectorised searches, where resolving would read every octet (a path dense with dots
+        // inside its segments, `/a%5C%5C..`, has none of these).
+        let finds = |needle: &[u8]| memchr::memmem::find(path, needle).is_some();
+        let unrooted = !path.starts_with(b"/")
+            && (path.starts_with(b"./") || path.starts_with(b"../"));
+        return unrooted
+            || path.ends_with(b"/.")
+            || path.ends_with(b"/..")
+            || finds(b"//")
+            || finds(b"/./")
+            || finds(b"/../");
     }
     let mut start = 0;
     for end in memchr::memchr_iter(b'/', path).chain(std::iter::once(path.len())) {
@@ -1037,6 +1049,31 @@ mod tests {
         ) {
             proptest::prop_assert_eq!(canonical(&path), naive_canonical(&path));
             proptest::prop_assert_eq!(decode_separators(&path), naive_decode(&path));
+            proptest::prop_assert_eq!(decoded_form(&path), naive_decoded_form(&path));
+        }
+
+        /// Paths longer than [`SHORT_PATH`], whose need of resolving is told by searches, with a
+        /// segment that changes something (or none) anywhere in them, the last one included.
+        #[test]
+        fn paths_past_the_short_ones_resolve_as_the_plain_reading_does(
+            head in proptest::collection::vec(proptest::sample::select(
+                &[b'/', b'.', b'a', b'%', b'2', b'F'][..]), 0..8),
+            fill in proptest::sample::select(vec![&b"/a."[..], b"/.a", b"/ab", b"/a%2F"]),
+            middle in proptest::collection::vec(proptest::sample::select(
+                &[b'/', b'.', b'a'][..]), 0..6),
+            tail in proptest::collection::vec(proptest::sample::select(
+                &[b'/', b'.', b'a'][..]), 0..5),
+            at in 0..SHORT_PATH,
+        ) {
+            let mut path = head;
+            while path.len() < SHORT_PATH + 64 {
+                path.extend_from_slice(fill);
+                if path.len() == at {
+                    path.extend_from_slice(&middle);
+                }
+            }
+            path.extend_from_slice(&tail);
+            proptest::prop_assert_eq!(canonical(&path), naive_canonical(&path));
             proptest::prop_assert_eq!(decoded_form(&path), naive_decoded_form(&path));
         }
 
