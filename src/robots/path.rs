@@ -333,20 +333,7 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
         let group_end = end.min(at + 8);
         while let Some(&octet) = bytes.get(at).filter(|_| at < group_end) {
             let translation = if octet == b'%' {
-                let (translation, len) = match rewrite(&bytes[at..], side, in_query(at)) {
-                    Rewrite::Keep(len) => {
-                        let mut kept = [0; 4];
-                        if let (Some(head), Some(octets)) =
-                            (kept.get_mut(..len), bytes.get(at..at + len))
-                        {
-                            head.copy_from_slice(octets);
-                        }
-                        kept[3] = len as u8;
-                        (u32::from_le_bytes(kept), len)
-                    }
-                    Rewrite::Decode(decoded) => (u32::from(decoded) | 1 << 24, 3),
-                    Rewrite::Upper(decoded) | Rewrite::Encode(decoded) => (escape_of(decoded), 3),
-                };
+                let (translation, len) = escape_translation(bytes, at, side, in_query(at));
                 at += len;
                 translation
             } else {
@@ -367,6 +354,24 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
         out.push(b'$');
     }
     Cow::Owned(out)
+}
+
+/// What [`normalize_side`] writes for the `%` at `at`, and how many octets it stands for. Out of
+/// line: the loop over the other octets keeps its values in registers.
+#[inline(never)]
+fn escape_translation(bytes: &[u8], at: usize, side: Side, in_query: bool) -> (Translation, usize) {
+    match rewrite(bytes.get(at..).unwrap_or_default(), side, in_query) {
+        Rewrite::Keep(len) => {
+            let mut kept = [0; 4];
+            if let (Some(head), Some(octets)) = (kept.get_mut(..len), bytes.get(at..at + len)) {
+                head.copy_from_slice(octets);
+            }
+            kept[3] = len as u8;
+            (u32::from_le_bytes(kept), len)
+        }
+        Rewrite::Decode(decoded) => (u32::from(decoded) | 1 << 24, 3),
+        Rewrite::Upper(decoded) | Rewrite::Encode(decoded) => (escape_of(decoded), 3),
+    }
 }
 
 /// What [`normalize_side`] writes for an octet: up to three octets in the low three bytes (in
@@ -582,8 +587,8 @@ fn may_need_resolving(path: &[u8]) -> bool {
         // vectorised searches, where resolving would read every octet (a path dense with dots
         // inside its segments, `/a%5C%5C..`, has none of these).
         let finds = |needle: &[u8]| memchr::memmem::find(path, needle).is_some();
-        let unrooted = !path.starts_with(b"/")
-            && (path.starts_with(b"./") || path.starts_with(b"../"));
+        let unrooted =
+            !path.starts_with(b"/") && (path.starts_with(b"./") || path.starts_with(b"../"));
         return unrooted
             || path.ends_with(b"/.")
             || path.ends_with(b"/..")
