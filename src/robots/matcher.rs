@@ -162,12 +162,12 @@ struct Filed {
     spans: Box<[(u32, u32)]>,
     firsts: Box<[u32]>,
     ranges: Box<[(u32, u32)]>,
-    /// For pieces filed under more than [`LONG_FILED`] first pieces, where each of them is in
-    /// `firsts`: one lookup per first piece of the path, where a search of the piece's list
-    /// would go through tens of ids (a file of many globs repeats each inner piece under
-    /// a hundred first pieces, and a long path meets hundreds of pieces).
-    /// Boxed, and only where there are such pieces: a file of thousands of small groups keeps
-    /// thousands of these.
+    /// `(piece, first piece)` to the entry's place in `firsts` and `ranges`, for the pieces
+    /// filed under more than [`LONG_FILED`] first pieces: one lookup per first piece of the
+    /// path, where a search of the piece's list would go through tens of ids (a file of many
+    /// globs repeats each inner piece under a hundred first pieces, and a long path meets
+    /// hundreds of pieces). Boxed, and only where there are such pieces: a file of thousands of
+    /// small groups keeps thousands of these.
     long: Option<Box<HashMap<(u32, u32), u32>>>,
 }
 
@@ -980,8 +980,7 @@ impl GroupMatcher {
                         Unseen::Many if !narrowed => {
                             // Once a path: later checkpoints have less of it left to gain.
                             narrowed = true;
-                            let longest = automaton.longest();
-                            self.narrow(at, path, bound, &mut seen, &firsts, &mut cursors, longest)
+                            self.narrow(at, path, bound, &mut seen, &firsts, &mut cursors)
                         }
                         Unseen::Many => Heard::Known,
                     }
@@ -1132,7 +1131,6 @@ impl GroupMatcher {
     /// few octets (`/a/../a/..`, `/a%5C%5C..`) against pieces that need others would otherwise
     /// be walked to its last octet. The pairs of the first [`NARROW_FIRST_LOOK`] octets tell
     /// early when this cannot help, having cost a small part of the walk.
-    #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn narrow(
         &self,
@@ -1142,8 +1140,8 @@ impl GroupMatcher {
         seen: &mut [u64],
         firsts: &[u32],
         cursors: &mut Cursors,
-        longest: usize,
     ) -> Heard {
+        let longest = self.pieces.as_ref().map_or(0, PieceAutomaton::longest);
         // From early enough to hold an occurrence across `at`.
         let rest = path
             .get((at + 1).saturating_sub(longest)..)

@@ -226,6 +226,7 @@ const HEX_DIGITS: [u8; 256] = {
     table
 };
 
+/// What becomes of the special octet `rest` starts with, on `side`, in the query or not.
 #[inline(always)]
 fn rewrite(rest: &[u8], side: Side, in_query: bool) -> Rewrite {
     match rest {
@@ -281,13 +282,13 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
             .position(is_special)
             .map(|found| at + found)
     };
-    // Octets that stay as they are (escapes already normal, `?`) are skipped, and nothing is
-    // written until one changes: a path whose special octets all stay is borrowed.
     // Where the query starts (an escape after it is in the query), found when an escape asks.
     let mut query = None;
     let mut in_query = |at: usize| {
         at > *query.get_or_insert_with(|| memchr::memchr(b'?', bytes).unwrap_or(bytes.len()))
     };
+    // Special octets that stay as they are (escapes already normal, `?`) are skipped, and
+    // nothing is written until one changes: a path whose special octets all stay is borrowed.
     let mut at = 0;
     let first = loop {
         let Some(found) = next_special(at) else {
