@@ -1519,21 +1519,32 @@ mod tests {
             let pattern = format!("/*{piece}");
             let rules = [(false, pattern.as_str()), (true, "/*zz")];
             let matcher = GroupMatcher::build(prepared(&rules), &mut Vec::new());
-            let len = 20000;
-            assert_eq!(matcher.decide(&path_with(len, "", 1), None), None);
-            for checkpoint in [
-                FIRST_CHECKPOINT,
-                FIRST_CHECKPOINT * 4,
-                FIRST_CHECKPOINT * 16,
-            ] {
-                for start in checkpoint - piece.len() - 1..=checkpoint + 1 {
-                    let path = path_with(len, piece, start);
-                    let found = matcher.decide(&path, None).map(|found| found.rule);
-                    assert_eq!(found, Some(0), "{piece} at {start}");
-                }
-            }
-            let path = path_with(len, piece, len - piece.len());
+            rule_zero_is_found_across_each_checkpoint(&matcher, piece, &[]);
+            let path = path_with(CHECKPOINTED, piece, CHECKPOINTED - piece.len());
             assert_eq!(matcher.decide(&path, None).map(|f| f.rule), Some(0));
+        }
+    }
+
+    /// The length of the paths placed across checkpoints: three of them, and more after.
+    const CHECKPOINTED: usize = 20000;
+
+    /// A path without `piece` matches nothing; with it once, across each of the first three
+    /// checkpoints or `also` octets after one, it matches rule 0.
+    fn rule_zero_is_found_across_each_checkpoint(matcher: &GroupMatcher, piece: &str, also: &[usize]) {
+        let len = CHECKPOINTED;
+        assert_eq!(matcher.decide(&path_with(len, "", 1), None), None);
+        for checkpoint in [
+            FIRST_CHECKPOINT,
+            FIRST_CHECKPOINT * 4,
+            FIRST_CHECKPOINT * 16,
+        ] {
+            let across = checkpoint - piece.len() - 1..=checkpoint + 1;
+            let starts = across.chain(also.iter().map(|after| checkpoint + after));
+            for start in starts.filter(|&start| start + piece.len() <= len) {
+                let path = path_with(len, piece, start);
+                let found = matcher.decide(&path, None).map(|found| found.rule);
+                assert_eq!(found, Some(0), "{piece} at {start}");
+            }
         }
     }
 
@@ -1548,24 +1559,11 @@ mod tests {
             let mut rules = vec![(false, patterns[0].as_str())];
             rules.extend(patterns[1..].iter().map(|p| (true, p.as_str())));
             let matcher = GroupMatcher::build(prepared(&rules), &mut Vec::new());
-            let len = 20000;
-            assert_eq!(matcher.decide(&path_with(len, "", 1), None), None);
-            for checkpoint in [
-                FIRST_CHECKPOINT,
-                FIRST_CHECKPOINT * 4,
-                FIRST_CHECKPOINT * 16,
-            ] {
-                // Across the checkpoint, in and past the narrowing's first look.
-                let starts = (checkpoint - piece.len() - 1..=checkpoint + 1)
-                    .chain([checkpoint + NARROW_FIRST_LOOK - 1, checkpoint + 3000]);
-                for start in starts.filter(|&start| start + piece.len() <= len) {
-                    let path = path_with(len, piece, start);
-                    let found = matcher.decide(&path, None).map(|found| found.rule);
-                    assert_eq!(found, Some(0), "{piece} at {start}");
-                }
-            }
+            // In and past the narrowing's first look, too.
+            let after = [NARROW_FIRST_LOOK - 1, 3000];
+            rule_zero_is_found_across_each_checkpoint(&matcher, piece, &after);
             // A missing piece that is there after all is found too.
-            let path = path_with(len, "zz17", 5000);
+            let path = path_with(CHECKPOINTED, "zz17", 5000);
             let found = matcher.decide(&path, None).map(|found| found.rule);
             assert!(found.is_some_and(|rule| rule > 0), "{found:?}");
         }
