@@ -1530,7 +1530,11 @@ mod tests {
 
     /// A path without `piece` matches nothing; with it once, across each of the first three
     /// checkpoints or `also` octets after one, it matches rule 0.
-    fn rule_zero_is_found_across_each_checkpoint(matcher: &GroupMatcher, piece: &str, also: &[usize]) {
+    fn rule_zero_is_found_across_each_checkpoint(
+        matcher: &GroupMatcher,
+        piece: &str,
+        also: &[usize],
+    ) {
         let len = CHECKPOINTED;
         assert_eq!(matcher.decide(&path_with(len, "", 1), None), None);
         for checkpoint in [

@@ -310,9 +310,9 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
     // A pattern's final `$` is its anchor: written as it is, after the rest.
     let anchored = side == Side::Pattern && bytes.last() == Some(&b'$');
     let end = bytes.len() - usize::from(anchored);
-    // No octet comes out longer than three, and each write is of four or eight (the last ones
-    // spare).
-    let mut out = vec![0u8; first + 3 * (bytes.len() - first) + 8];
+    // No octet comes out longer than three, and each write is of four, eight or 32 (the last
+    // ones spare).
+    let mut out = vec![0u8; first + 3 * (bytes.len() - first) + 32];
     if let (Some(head), Some(written)) = (bytes.get(..first), out.get_mut(..first)) {
         written.copy_from_slice(head);
     }
@@ -329,6 +329,23 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
                 *slot = *eight;
             }
             (written, at) = (written + 8, at + 8);
+            continue;
+        }
+        // Eight with no `%` (the common case of a path dense with octets to encode) are
+        // written from the table into the next 32 octets of `out`, one bounds check for all.
+        let room = out
+            .get_mut(written..)
+            .and_then(|rest| rest.first_chunk_mut::<32>());
+        if let (Some(eight), Some(room)) = (eight.filter(|eight| !eight.contains(&b'%')), room) {
+            let mut put = 0;
+            for &octet in eight {
+                let translation = translations[usize::from(octet)];
+                if let Some(slot) = room.get_mut(put..put + 4) {
+                    slot.copy_from_slice(&translation.to_le_bytes());
+                }
+                put += (translation >> 24) as usize & 3;
+            }
+            (written, at) = (written + put, at + 8);
             continue;
         }
         let group_end = end.min(at + 8);
