@@ -175,9 +175,12 @@ impl Output {
         &self.buf
     }
 
-    /// Takes back the octets from `len` on.
-    fn cut(&mut self, len: usize) {
-        self.buf.truncate(len);
+    /// Takes back the last segment written, for a `..`. Every segment written starts with its
+    /// `/`, so the last one starts at the last `/`. A plain loop, not a vectorised search:
+    /// segments are short, and each octet is looked at by at most one `..`, as it leaves.
+    fn take_back_segment(&mut self) {
+        let last = self.buf.iter().rposition(|&b| b == b'/').unwrap_or(0);
+        self.buf.truncate(last);
     }
 
     fn into_vec(self) -> Vec<u8> {
@@ -480,11 +483,9 @@ fn decode_separators(normal: &[u8]) -> Option<Vec<u8>> {
     let (path, query) = normal.split_at(end);
     // Every request path goes through here: look only at the `%`s, and copy nothing until a
     // separator is found.
-    let is_separator = |at: usize| matches!(path.get(at + 1..at + 3), Some(b"2F" | b"5C"));
-    // A path with no `%` at all (nearly every one) is answered by one vectorised search.
-    let from = memchr::memchr(b'%', path)?;
-    let mut escapes = Octets::new(path, b'%', from).filter(|&at| is_separator(at));
-    let first = escapes.next()?;
+    let first = first_encoded_separator(path)?;
+    let mut escapes = Octets::new(path, b'%', first).filter(|&at| is_encoded_separator(path, at));
+    escapes.next();
     let mut out = Output::with_room(normal.len());
     out.extend(&path[..first]);
     out.push(b'/');
@@ -500,6 +501,19 @@ fn decode_separators(normal: &[u8]) -> Option<Vec<u8>> {
     Some(out.into_vec())
 }
 
+/// Whether the `%` at `at` of `path` is an encoded separator, `%2F` or `%5C` (a normalised path
+/// writes both with upper-case hex digits).
+fn is_encoded_separator(path: &[u8], at: usize) -> bool {
+    matches!(path.get(at + 1..at + 3), Some(b"2F" | b"5C"))
+}
+
+/// Where the first encoded separator of `path` is, if it has one: a path with no `%` at all
+/// (nearly every one) is answered by one vectorised search.
+fn first_encoded_separator(path: &[u8]) -> Option<usize> {
+    let from = memchr::memchr(b'%', path)?;
+    Octets::new(path, b'%', from).find(|&at| is_encoded_separator(path, at))
+}
+
 /// [`Form::Decoded`] of a normalised path: `%2F` and `%5C` in the path read as `/`, then
 /// resolved as [`canonical`] resolves, in one pass over the segments between separators of
 /// either spelling, so that a path dense with encoded separators is not written out twice.
@@ -507,9 +521,7 @@ fn decode_separators(normal: &[u8]) -> Option<Vec<u8>> {
 fn decoded_form(normal: &[u8]) -> Option<Vec<u8>> {
     let end = memchr::memchr(b'?', normal).unwrap_or(normal.len());
     let (path, query) = normal.split_at(end);
-    let is_separator = |at: usize| matches!(path.get(at + 1..at + 3), Some(b"2F" | b"5C"));
-    let from = memchr::memchr(b'%', path)?;
-    Octets::new(path, b'%', from).find(|&at| is_separator(at))?;
+    first_encoded_separator(path)?;
     // A path not rooted resolves as if it were, one `/` longer.
     let mut out = Output::with_room(path.len() + 1);
     // Whether resolving changes the decoded path: a `.` or `..` segment, or an empty one
@@ -525,7 +537,7 @@ fn decoded_form(normal: &[u8]) -> Option<Vec<u8>> {
             let at = index * BLOCK + bit as usize;
             let len = if slashes >> bit & 1 == 1 {
                 1
-            } else if is_separator(at) {
+            } else if is_encoded_separator(path, at) {
                 3
             } else {
                 continue;
@@ -535,7 +547,7 @@ fn decoded_form(normal: &[u8]) -> Option<Vec<u8>> {
                 b"." => changed = true,
                 b".." => {
                     changed = true;
-                    out.cut(out.written().iter().rposition(|&b| b == b'/').unwrap_or(0));
+                    out.take_back_segment();
                 }
                 _ => {
                     out.push(b'/');
@@ -554,7 +566,7 @@ fn decoded_form(normal: &[u8]) -> Option<Vec<u8>> {
         }
         b".." => {
             changed = true;
-            out.cut(out.written().iter().rposition(|&b| b == b'/').unwrap_or(0));
+            out.take_back_segment();
             true
         }
         _ => {
@@ -563,7 +575,9 @@ fn decoded_form(normal: &[u8]) -> Option<Vec<u8>> {
             false
         }
     };
-    if !changed {
+    // Unchanged by resolving, a rooted path's decoded form is what was written; one not rooted
+    // was written with a `/` it does not have.
+    if !changed && path.first() != Some(&b'/') {
         return decode_separators(normal);
     }
     if out.written().is_empty() || trailing {
@@ -700,10 +714,7 @@ fn resolve(path: &[u8]) -> Option<Vec<u8>> {
                 out.run(path, run, at);
             }
             if two_dots >> bit & 1 == 1 {
-                // Every segment in `out` starts with its `/`: the last one starts the last. A
-                // plain loop, not a vectorised search: segments are short, and each octet is
-                // looked at by at most one `..`, as it leaves `out`.
-                out.cut(out.written().iter().rposition(|&b| b == b'/').unwrap_or(0));
+                out.take_back_segment();
             }
             if change && !out_here {
                 run = at;
@@ -807,12 +818,6 @@ fn octet_masks(block: &[u8], first: u8, second: u8) -> (u64, u64) {
             &padded
         }
     };
-    block_masks(octets, first, second)
-}
-
-/// [`octet_masks`] of a whole block, eight octets at a time, without a branch.
-#[inline(always)]
-fn block_masks(octets: &[u8; BLOCK], first: u8, second: u8) -> (u64, u64) {
     let (firsts, seconds) = (
         u64::from_ne_bytes([first; 8]),
         u64::from_ne_bytes([second; 8]),
