@@ -10,12 +10,14 @@
 //! rules ([`preferences`]) and asked the same way: [`Robots::preference_selected`].
 
 mod matcher;
+mod octets;
 pub mod parse;
 pub mod path;
 mod pattern;
 pub mod preferences;
 mod problem;
 mod radix;
+mod segments;
 pub mod token;
 
 pub use parse::{

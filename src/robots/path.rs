@@ -22,7 +22,8 @@
 //! [`forms`] gives the other readings an origin server may make of a request path: with
 //! `.`/`..` segments and doubled slashes resolved, and with encoded separators decoded.
 
-use smallvec::SmallVec;
+use super::octets::Octets;
+use super::segments::{is_encoded_separator, Kept, Separators};
 use std::borrow::Cow;
 
 /// Reduces a URL, or a path, to what robots.txt rules are matched against: the path and the query,
@@ -173,14 +174,6 @@ impl Output {
     /// The octets written so far.
     fn written(&self) -> &[u8] {
         &self.buf
-    }
-
-    /// Takes back the last segment written, for a `..`. Every segment written starts with its
-    /// `/`, so the last one starts at the last `/`. A plain loop, not a vectorised search:
-    /// segments are short, and each octet is looked at by at most one `..`, as it leaves.
-    fn take_back_segment(&mut self) {
-        let last = self.buf.iter().rposition(|&b| b == b'/').unwrap_or(0);
-        self.buf.truncate(last);
     }
 
     fn into_vec(self) -> Vec<u8> {
@@ -501,12 +494,6 @@ fn decode_separators(normal: &[u8]) -> Option<Vec<u8>> {
     Some(out.into_vec())
 }
 
-/// Whether the `%` at `at` of `path` is an encoded separator, `%2F` or `%5C` (a normalised path
-/// writes both with upper-case hex digits).
-fn is_encoded_separator(path: &[u8], at: usize) -> bool {
-    matches!(path.get(at + 1..at + 3), Some(b"2F" | b"5C"))
-}
-
 /// Where the first encoded separator of `path` is, if it has one: a path with no `%` at all
 /// (nearly every one) is answered by one vectorised search.
 fn first_encoded_separator(path: &[u8]) -> Option<usize> {
@@ -515,76 +502,52 @@ fn first_encoded_separator(path: &[u8]) -> Option<usize> {
 }
 
 /// [`Form::Decoded`] of a normalised path: `%2F` and `%5C` in the path read as `/`, then
-/// resolved as [`canonical`] resolves, in one pass over the segments between separators of
-/// either spelling, so that a path dense with encoded separators is not written out twice.
-/// `None` when the path has no encoded separator.
+/// resolved as [`canonical`] resolves. The segments between separators of either spelling are
+/// resolved first and only what is kept is decoded, so that a path dense with encoded separators
+/// and `..`s (`/a%5C%5C..`, again and again) is not written out at all. `None` when the path has
+/// no encoded separator.
 fn decoded_form(normal: &[u8]) -> Option<Vec<u8>> {
     let end = memchr::memchr(b'?', normal).unwrap_or(normal.len());
     let (path, query) = normal.split_at(end);
     first_encoded_separator(path)?;
-    // A path not rooted resolves as if it were, one `/` longer.
-    let mut out = Output::with_room(path.len() + 1);
-    // Whether resolving changes the decoded path: a `.` or `..` segment, or an empty one
-    // inside (a doubled separator).
-    let mut changed = false;
-    let (mut start, mut inner) = (0, false);
-    for (index, block) in path.chunks(BLOCK).enumerate() {
-        let (slashes, percents) = octet_masks(block, b'/', b'%');
-        let mut separators = slashes | percents;
-        while separators != 0 {
-            let bit = separators.trailing_zeros();
-            separators &= separators - 1;
-            let at = index * BLOCK + bit as usize;
-            let len = if slashes >> bit & 1 == 1 {
-                1
-            } else if is_encoded_separator(path, at) {
-                3
-            } else {
-                continue;
-            };
-            match path.get(start..at).unwrap_or_default() {
-                b"" => changed |= inner,
-                b"." => changed = true,
-                b".." => {
-                    changed = true;
-                    out.take_back_segment();
-                }
-                _ => {
-                    out.push(b'/');
-                    out.run(path, start, at);
-                }
-            }
-            (start, inner) = (at + len, true);
+    let separators = Separators::slashes_and_encoded(path);
+    if !separators.rooted() {
+        // A first segment without its separator resolves as if it had one (`a%2F..%2Fb` is
+        // `/b`); unresolved, it stays as it is.
+        let mut rooted = Vec::with_capacity(path.len() + 1);
+        rooted.push(b'/');
+        rooted.extend_from_slice(path);
+        let kept = Kept::of(&Separators::slashes_and_encoded(&rooted));
+        if !kept.changed {
+            return decode_separators(normal);
         }
+        return Some(write_kept_decoded(&rooted, &kept, query));
     }
-    // The last segment: one dropped there leaves the path naming a directory.
-    let trailing = match path.get(start..).unwrap_or_default() {
-        b"" => inner,
-        b"." => {
-            changed = true;
-            true
-        }
-        b".." => {
-            changed = true;
-            out.take_back_segment();
-            true
-        }
-        _ => {
-            out.push(b'/');
-            out.extend(path.get(start..).unwrap_or_default());
-            false
-        }
-    };
-    // Unchanged by resolving, a rooted path's decoded form is what was written; one not rooted
-    // was written with a `/` it does not have.
-    if !changed && path.first() != Some(&b'/') {
+    let kept = Kept::of(&separators);
+    if !kept.changed {
         return decode_separators(normal);
     }
-    if out.written().is_empty() || trailing {
+    Some(write_kept_decoded(path, &kept, query))
+}
+
+/// What `kept` keeps of `path` with its encoded separators written `/`, then `query`.
+fn write_kept_decoded(path: &[u8], kept: &Kept, query: &[u8]) -> Vec<u8> {
+    let mut out = Output::with_room(path.len() + query.len() + 1);
+    kept.runs(|from, to| {
+        let run = path.get(..to).unwrap_or_default();
+        let mut copied = from;
+        for at in Octets::new(run, b'%', from).filter(|&at| is_encoded_separator(run, at)) {
+            out.run(run, copied, at);
+            out.push(b'/');
+            copied = at + 3;
+        }
+        out.run(run, copied, to);
+    });
+    if out.written().is_empty() || kept.dropped_last {
         out.push(b'/');
     }
     out.extend(query);
-    Some(out.into_vec())
+    out.into_vec()
 }
 
 /// The path as most origin servers resolve it: `.` and `..` segments removed (RFC 3986 §5.2.4)
@@ -643,15 +606,8 @@ fn may_need_resolving(path: &[u8]) -> bool {
 /// The longest path [`may_need_resolving`] answers segment by segment.
 const SHORT_PATH: usize = 512;
 
-/// [`canonical`]'s resolution of a path (no query). The segments that change anything (empty,
-/// `.` and `..`) are found with bit masks of the path's slashes and dots, 64 octets at a time;
-/// they make a mask of the octets to leave out, and the path is copied in the runs that mask
-/// keeps, with each `..` taking back the segment before it. The work is per run and per `..`,
-/// not per segment or per octet, and no branch depends on a segment's octets: a 16 KiB path of
-/// `////…` or `/./././…` is one run, and a random one of `/a/./b//c/../` (an attacker's choice)
-/// a few hundred.
-///
-/// `None` when the path has no `.` or `..` segment and no doubled `/`: nothing to resolve.
+/// [`canonical`]'s resolution of a path (no query): the segments resolving keeps, copied in
+/// runs ([`Kept`]). `None` when it keeps every segment: nothing to resolve.
 fn resolve(path: &[u8]) -> Option<Vec<u8>> {
     if path.first() != Some(&b'/') {
         // A first segment without its `/` resolves as if it had one (`a/../b` is `/b`).
@@ -660,177 +616,16 @@ fn resolve(path: &[u8]) -> Option<Vec<u8>> {
         rooted.extend_from_slice(path);
         return resolve(&rooted);
     }
-    let len = path.len();
-    // One more block than the path fills, so that the end of the path and the three octets
-    // after a block's last `/` always have a block to be in.
-    let blocks = len / BLOCK + 2;
-    let mut slashes: SmallVec<[u64; 10]> = smallvec::smallvec![0; blocks];
-    let mut dots: SmallVec<[u64; 10]> = smallvec::smallvec![0; blocks];
-    for ((chunk, slash), dot) in path.chunks(BLOCK).zip(&mut slashes).zip(&mut dots) {
-        (*slash, *dot) = octet_masks(chunk, b'/', b'.');
-    }
-    // The end of the path ends a segment as a `/` does.
-    if let Some(block) = slashes.get_mut(len / BLOCK) {
-        *block |= 1 << (len % BLOCK);
-    }
-    let mut out = Output::with_room(len + 1);
-    // The kept run being read starts at `run`, at a `/` (or the end).
-    let mut run = 0;
-    // Left-out octets of the last block's segments that fall in the next block.
-    let mut spill = 0u64;
-    let mut last_left_out = false;
-    // The path's last octet: where a dropped last segment shows.
-    let (last_block, last_bit) = ((len - 1) / BLOCK, 1u64 << ((len - 1) % BLOCK));
-    let mut dropped_last = false;
-    // Whether a segment other than a last empty one (`/a/`, which stays) is dropped.
-    let mut changed = false;
-    for block in 0..blocks - 1 {
-        let (s, d) = (slashes[block], dots[block]);
-        let (s_next, d_next) = (slashes[block + 1], dots[block + 1]);
-        // Bit i: whether octet i + k (of this block and the next) is a `/` or a `.`.
-        let slash_at = |k: u32| s >> k | s_next << (BLOCK as u32 - k);
-        let dot_at = |k: u32| d >> k | d_next << (BLOCK as u32 - k);
-        // Each at the `/` that starts the segment.
-        let empty = s & slash_at(1);
-        let one_dot = s & dot_at(1) & slash_at(2);
-        let two_dots = s & dot_at(1) & dot_at(2) & slash_at(3);
-        let last = if block == last_block { last_bit } else { 0 };
-        changed |= (empty & !last) | one_dot | two_dots != 0;
-        // A dropped segment leaves out its `/` and its dots.
-        let widen =
-            |mask: u64, octets: u32| (0..octets).fold(0u128, |all, k| all | u128::from(mask) << k);
-        let wide = u128::from(empty) | widen(one_dot, 2) | widen(two_dots, 3) | u128::from(spill);
-        let left_out = wide as u64;
-        spill = (wide >> BLOCK) as u64;
-        // Where a run of kept octets ends (a left-out one follows a kept one) or starts.
-        let changes = left_out ^ (left_out << 1 | u64::from(last_left_out));
-        let mut events = changes | two_dots;
-        while events != 0 {
-            let bit = events.trailing_zeros();
-            events &= events - 1;
-            let at = block * BLOCK + bit as usize;
-            let (change, out_here) = (changes >> bit & 1 == 1, left_out >> bit & 1 == 1);
-            if change && out_here {
-                out.run(path, run, at);
-            }
-            if two_dots >> bit & 1 == 1 {
-                out.take_back_segment();
-            }
-            if change && !out_here {
-                run = at;
-            }
-        }
-        last_left_out = left_out >> (BLOCK - 1) == 1;
-        dropped_last |= left_out & last != 0;
-    }
-    if !changed {
+    let kept = Kept::of(&Separators::slashes(path));
+    if !kept.changed {
         return None;
     }
-    // Past the end nothing is left out: the last run (perhaps empty) reaches the end.
-    out.extend(path.get(run..).unwrap_or_default());
-    // A path that ends in a dropped segment (`/a/.`, `/a/b/`) names a directory; one that
-    // resolves to nothing is the root.
-    if out.written().is_empty() || dropped_last {
+    let mut out = Output::with_room(path.len() + 1);
+    kept.runs(|from, to| out.run(path, from, to));
+    if out.written().is_empty() || kept.dropped_last {
         out.push(b'/');
     }
     Some(out.into_vec())
-}
-
-/// Octets looked at together: one bit each in a `u64`.
-const BLOCK: usize = 64;
-
-/// The offsets of one octet in a byte string, in order, found eight octets at a time with no
-/// branch per octet. Where the octet is dense (a path of `%2F`s), one call of a vectorised
-/// search per occurrence costs more than this whole scan.
-struct Octets<'a> {
-    bytes: &'a [u8],
-    octet: u64,
-    /// The offset of the eight octets `mask` covers.
-    base: usize,
-    /// A bit per occurrence among those eight octets not yet yielded.
-    mask: u64,
-}
-
-impl<'a> Octets<'a> {
-    /// The offsets of `octet` in `bytes` from `from` on.
-    fn new(bytes: &'a [u8], octet: u8, from: usize) -> Self {
-        let mut octets = Octets {
-            bytes,
-            octet: u64::from_ne_bytes([octet; 8]),
-            base: from,
-            mask: 0,
-        };
-        octets.mask = octets.mask_at(from);
-        octets
-    }
-
-    fn mask_at(&self, base: usize) -> u64 {
-        let mut word = [0u8; 8];
-        let eight = self.bytes.get(base..).unwrap_or_default();
-        let eight = eight.get(..8).unwrap_or(eight);
-        if let Some(head) = word.get_mut(..eight.len()) {
-            head.copy_from_slice(eight);
-        }
-        // The padding's zeros never count: `octet` is not 0 where this is used.
-        gathered_zeros(u64::from_le_bytes(word) ^ self.octet)
-    }
-}
-
-impl Iterator for Octets<'_> {
-    type Item = usize;
-
-    fn next(&mut self) -> Option<usize> {
-        while self.mask == 0 {
-            self.base += 8;
-            if self.base >= self.bytes.len() {
-                return None;
-            }
-            self.mask = self.mask_at(self.base);
-        }
-        let at = self.base + self.mask.trailing_zeros() as usize;
-        self.mask &= self.mask - 1;
-        Some(at)
-    }
-}
-
-/// Bit `i` set where octet `i` (little-endian) of `x` is zero: the exact zero-octet test (0x80
-/// in each zero octet, no false positives), gathered into the low eight bits.
-#[inline(always)]
-fn gathered_zeros(x: u64) -> u64 {
-    const LOW7: u64 = u64::from_ne_bytes([0x7F; 8]);
-    // Bit 8i to bit 56 + i: each product lands in a bit of its own, so none carries.
-    const GATHER: u64 = 0x0102_0408_1020_4080;
-    let zeros = (!(((x & LOW7) + LOW7) | x) & !LOW7) >> 7;
-    zeros.wrapping_mul(GATHER) >> 56
-}
-
-/// Bit `i` set where octet `i` of `block` (at most 64 octets) is `first`, and where it is
-/// `second`. Neither may be 0 (the padding after a short block's end).
-fn octet_masks(block: &[u8], first: u8, second: u8) -> (u64, u64) {
-    let mut padded = [0u8; BLOCK];
-    let octets = match block.first_chunk::<BLOCK>() {
-        Some(full) => full,
-        None => {
-            // The zeros after the end are neither.
-            if let Some(head) = padded.get_mut(..block.len()) {
-                head.copy_from_slice(block);
-            }
-            &padded
-        }
-    };
-    let (firsts, seconds) = (
-        u64::from_ne_bytes([first; 8]),
-        u64::from_ne_bytes([second; 8]),
-    );
-    let (mut at_first, mut at_second) = (0, 0);
-    for (word, eight) in octets.chunks_exact(8).enumerate() {
-        let mut bytes = [0u8; 8];
-        bytes.copy_from_slice(eight);
-        let x = u64::from_le_bytes(bytes);
-        at_first |= gathered_zeros(x ^ firsts) << (8 * word);
-        at_second |= gathered_zeros(x ^ seconds) << (8 * word);
-    }
-    (at_first, at_second)
 }
 
 #[cfg(test)]
@@ -1101,6 +896,21 @@ mod tests {
                 }
             }
             path.extend_from_slice(&tail);
+            proptest::prop_assert_eq!(canonical(&path), naive_canonical(&path));
+            proptest::prop_assert_eq!(decoded_form(&path), naive_decoded_form(&path));
+        }
+
+        /// Paths of whole segments, `.`s and `..`s between separators of both spellings, long
+        /// enough to cross several blocks, rooted or not, with a query or none.
+        #[test]
+        fn segment_paths_resolve_as_the_plain_reading_does(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                &b"/"[..], b"/", b"%2F", b"%5C", b".", b"..", b"a", b"bc", b"%25", b"%2"]),
+                0..200),
+            query in proptest::sample::select(vec![&b""[..], b"?/../%2F"]),
+        ) {
+            let mut path = parts.concat();
+            path.extend_from_slice(query);
             proptest::prop_assert_eq!(canonical(&path), naive_canonical(&path));
             proptest::prop_assert_eq!(decoded_form(&path), naive_decoded_form(&path));
         }
