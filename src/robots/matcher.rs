@@ -39,6 +39,7 @@ use aho_corasick::{Anchored, MatchKind, StartKind};
 use memchr::memmem::Finder;
 use smallvec::SmallVec;
 use std::collections::HashSet;
+use wide::u8x16;
 
 /// The maps compiling uses, with a fast hash: a 512 KiB file makes hundreds of thousands of
 /// lookups of short byte strings.
@@ -377,6 +378,71 @@ impl Pairs {
         piece
             .windows(2)
             .all(|pair| self.0[Self::slot(pair[0], pair[1])])
+    }
+}
+
+/// The octets of a text that is written with few (at most [`ALPHABET`]): a piece with any other
+/// octet is not in it. A path an attacker fills with `/a%5C%5C..` or `/a/..` is over a handful of
+/// octets, and against a file whose pieces need others this rules nearly all of them out at
+/// about an instruction an octet, several times less than [`Pairs`].
+struct Alphabet([bool; 256]);
+
+/// The most octets an [`Alphabet`] is kept for: each is one compare per sixteen octets.
+const ALPHABET: usize = 8;
+
+impl Alphabet {
+    /// The octets of `text`, or `None` if it has more than [`ALPHABET`]. Sixteen octets at a time
+    /// are compared with every octet found so far; only sixteen that hold a new one are looked at
+    /// one by one.
+    fn of(text: &[u8]) -> Option<Alphabet> {
+        let &first = text.first()?;
+        let mut found = [false; 256];
+        let mut count = 0;
+        // Unused places repeat the first octet, so that every compare is of a known octet.
+        let mut known = [u8x16::splat(first); ALPHABET];
+        for sixteen in text.chunks(16) {
+            if let Some(lanes) = sixteen.first_chunk::<16>() {
+                let lanes = u8x16::new(*lanes);
+                let hits = known
+                    .iter()
+                    .fold(u8x16::splat(0), |hits, &octet| hits | lanes.cmp_eq(octet));
+                if hits.move_mask() == 0xFFFF {
+                    continue;
+                }
+            }
+            for &octet in sixteen {
+                let new = found.get_mut(usize::from(octet))?;
+                if !*new {
+                    *new = true;
+                    *known.get_mut(count)? = u8x16::splat(octet);
+                    count += 1;
+                }
+            }
+        }
+        Some(Alphabet(found))
+    }
+
+    /// Whether `piece` may be in the text: it has no octet the text lacks.
+    fn may_hold(&self, piece: &[u8]) -> bool {
+        piece.iter().all(|&octet| self.0[usize::from(octet)])
+    }
+}
+
+/// What tells that a piece is not in the rest of a path.
+#[derive(Clone, Copy)]
+enum Narrowing<'a> {
+    /// The rest's pairs of adjacent octets.
+    Pairs(&'a Pairs),
+    /// The rest's octets, when they are few.
+    Octets(&'a Alphabet),
+}
+
+impl Narrowing<'_> {
+    fn may_hold(self, piece: &[u8]) -> bool {
+        match self {
+            Narrowing::Pairs(pairs) => pairs.may_hold(piece),
+            Narrowing::Octets(alphabet) => alphabet.may_hold(piece),
+        }
     }
 }
 
@@ -1148,12 +1214,26 @@ impl GroupMatcher {
             .unwrap_or_default();
         let first_look = rest.len().min(NARROW_FIRST_LOOK);
         let mut pairs = Pairs::of(rest.get(..first_look).unwrap_or_default());
-        if let Unseen::Many = self.unseen_that_could_beat(seen, firsts, bound, Some(&pairs)) {
+        let narrowing = Some(Narrowing::Pairs(&pairs));
+        if let Unseen::Many = self.unseen_that_could_beat(seen, firsts, bound, narrowing) {
             return Heard::Known;
+        }
+        // A rest over a few octets, when none of them makes a piece that matters, is told at less
+        // cost than by its pairs. The first look's octets are some of the rest's: if they make
+        // one, so do the rest's.
+        let octets_rule_out = |text: &[u8]| {
+            Alphabet::of(text).is_some_and(|alphabet| {
+                let narrowing = Some(Narrowing::Octets(&alphabet));
+                let unseen = self.unseen_that_could_beat(seen, firsts, bound, narrowing);
+                matches!(unseen, Unseen::None)
+            })
+        };
+        if octets_rule_out(rest.get(..first_look).unwrap_or_default()) && octets_rule_out(rest) {
+            return Heard::Stop;
         }
         // One octet back, for the pair across the two stretches.
         pairs.add(rest.get(first_look.saturating_sub(1)..).unwrap_or_default());
-        match self.unseen_that_could_beat(seen, firsts, bound, Some(&pairs)) {
+        match self.unseen_that_could_beat(seen, firsts, bound, Some(Narrowing::Pairs(&pairs))) {
             Unseen::None => Heard::Stop,
             Unseen::Few(few) => self.search_rest(&few, at, path, seen, firsts, cursors),
             Unseen::Many => Heard::Known,
@@ -1163,13 +1243,13 @@ impl GroupMatcher {
     /// The pieces not in `seen` that have a glob filed under one of `firsts` (sorted) that comes
     /// before `bound`: [`Unseen::Many`] when there are more than [`FEW_UNSEEN`], or when too
     /// many pieces would have to be looked at to tell.
-    /// With `pairs`, only pieces it may hold count.
+    /// With `narrowing`, only pieces the rest of the path may hold count.
     fn unseen_that_could_beat(
         &self,
         seen: &[u64],
         firsts: &[u32],
         bound: u32,
-        pairs: Option<&Pairs>,
+        narrowing: Option<Narrowing>,
     ) -> Unseen {
         let mut looked = 0;
         let mut few = SmallVec::new();
@@ -1185,11 +1265,11 @@ impl GroupMatcher {
             {
                 continue;
             }
-            if let Some(pairs) = pairs {
+            if let Some(narrowing) = narrowing {
                 if visited >= NARROWED_PIECES {
                     return Unseen::Many;
                 }
-                if !pairs.may_hold(self.piece(index)) {
+                if !narrowing.may_hold(self.piece(index)) {
                     continue;
                 }
             }
@@ -1550,6 +1630,28 @@ mod tests {
                 assert_eq!(found, Some(0), "{piece} at {start}");
             }
         }
+    }
+
+    /// An alphabet holds exactly the octets of its text, wherever in a block of sixteen (or the
+    /// short last one) a new octet first shows, and there is none for a text of too many.
+    #[test]
+    fn alphabets_hold_exactly_the_octets_of_their_text() {
+        let mut text = b"/a/..".repeat(40);
+        for (at, octet) in [(37, b'x'), (170, b'%'), (199, b'Z')] {
+            text[at] = octet;
+        }
+        let alphabet = Alphabet::of(&text).unwrap();
+        for octet in 0..=255u8 {
+            assert_eq!(
+                alphabet.may_hold(&[octet]),
+                text.contains(&octet),
+                "{octet}"
+            );
+        }
+        assert!(alphabet.may_hold(b"x/Z%") && !alphabet.may_hold(b"a/b"));
+        assert!(Alphabet::of(b"abcdefgh").is_some());
+        assert!(Alphabet::of(&b"abcdefghi".repeat(5)).is_none());
+        assert!(Alphabet::of(b"").is_none());
     }
 
     /// With more missing pieces than a checkpoint looks for one by one, a piece that occurs once,
