@@ -31,6 +31,7 @@
 //! glob: a path's resolved form never holds `//` or `/./`, so pieces with them would otherwise
 //! keep every such scan going to the path's last octet.
 
+use super::narrowing::{find_few, Alphabet, Narrowing, Pairs};
 use super::pattern::{Glob, Key, Prepared, Shape};
 use super::problem::{Problem, ProblemKind};
 use super::radix::Radix;
@@ -39,7 +40,6 @@ use aho_corasick::{Anchored, MatchKind, StartKind};
 use memchr::memmem::Finder;
 use smallvec::SmallVec;
 use std::collections::HashSet;
-use wide::u8x16;
 
 /// The maps compiling uses, with a fast hash: a 512 KiB file makes hundreds of thousands of
 /// lookups of short byte strings.
@@ -334,117 +334,6 @@ const NARROW_FIRST_LOOK: usize = 2048;
 /// The most pieces a narrowed look at the unseen ones goes through, most of them let go by
 /// [`Pairs::may_hold`] at a few instructions each.
 const NARROWED_PIECES: usize = 4096;
-
-/// The pairs of adjacent octets of a text, hashed into 4096 slots: where a pair's slot is
-/// empty, the pair is not in the text, nor any piece that holds it.
-struct Pairs(Box<[bool; PAIR_SLOTS]>);
-
-/// [`Pairs`]' slots: a slot is an octet, so that adding a pair is one store.
-const PAIR_SLOTS: usize = 4096;
-
-impl Pairs {
-    fn slot(first: u8, second: u8) -> usize {
-        (usize::from(first) << 4 ^ usize::from(second)) & (PAIR_SLOTS - 1)
-    }
-
-    /// The pairs of `text`.
-    fn of(text: &[u8]) -> Pairs {
-        let mut pairs = Pairs(Box::new([false; PAIR_SLOTS]));
-        pairs.add(text);
-        pairs
-    }
-
-    /// Adds the pairs of `text`: a few instructions an octet, a fraction of an automaton walk's,
-    /// and eight octets that repeat the one before them (`////…`, `aaaa…`) are one comparison.
-    fn add(&mut self, text: &[u8]) {
-        let Some((&first, rest)) = text.split_first() else {
-            return;
-        };
-        let mut before = first;
-        for eight in rest.chunks(8) {
-            if eight == [before; 8] {
-                self.0[Self::slot(before, before)] = true;
-                continue;
-            }
-            for &octet in eight {
-                self.0[Self::slot(before, octet)] = true;
-                before = octet;
-            }
-        }
-    }
-
-    /// Whether `piece` may be in the text: every pair of it may be.
-    fn may_hold(&self, piece: &[u8]) -> bool {
-        piece
-            .windows(2)
-            .all(|pair| self.0[Self::slot(pair[0], pair[1])])
-    }
-}
-
-/// The octets of a text that is written with few (at most [`ALPHABET`]): a piece with any other
-/// octet is not in it. A path an attacker fills with `/a%5C%5C..` or `/a/..` is over a handful of
-/// octets, and against a file whose pieces need others this rules nearly all of them out at
-/// about an instruction an octet, several times less than [`Pairs`].
-struct Alphabet([bool; 256]);
-
-/// The most octets an [`Alphabet`] is kept for: each is one compare per sixteen octets.
-const ALPHABET: usize = 8;
-
-impl Alphabet {
-    /// The octets of `text`, or `None` if it has more than [`ALPHABET`]. Sixteen octets at a time
-    /// are compared with every octet found so far; only sixteen that hold a new one are looked at
-    /// one by one.
-    fn of(text: &[u8]) -> Option<Alphabet> {
-        let &first = text.first()?;
-        let mut found = [false; 256];
-        let mut count = 0;
-        // Unused places repeat the first octet, so that every compare is of a known octet.
-        let mut known = [u8x16::splat(first); ALPHABET];
-        for sixteen in text.chunks(16) {
-            if let Some(lanes) = sixteen.first_chunk::<16>() {
-                let lanes = u8x16::new(*lanes);
-                let hits = known
-                    .iter()
-                    .fold(u8x16::splat(0), |hits, &octet| hits | lanes.cmp_eq(octet));
-                if hits.move_mask() == 0xFFFF {
-                    continue;
-                }
-            }
-            for &octet in sixteen {
-                let new = found.get_mut(usize::from(octet))?;
-                if !*new {
-                    *new = true;
-                    *known.get_mut(count)? = u8x16::splat(octet);
-                    count += 1;
-                }
-            }
-        }
-        Some(Alphabet(found))
-    }
-
-    /// Whether `piece` may be in the text: it has no octet the text lacks.
-    fn may_hold(&self, piece: &[u8]) -> bool {
-        piece.iter().all(|&octet| self.0[usize::from(octet)])
-    }
-}
-
-/// What tells that a piece is not in the rest of a path.
-#[derive(Clone, Copy)]
-enum Narrowing<'a> {
-    /// The rest's pairs of adjacent octets.
-    Pairs(&'a Pairs),
-    /// The rest's octets, when they are few.
-    Octets(&'a Alphabet),
-}
-
-impl Narrowing<'_> {
-    fn may_hold(self, piece: &[u8]) -> bool {
-        match self {
-            Narrowing::Pairs(pairs) => pairs.may_hold(piece),
-            Narrowing::Octets(alphabet) => alphabet.may_hold(piece),
-        }
-    }
-}
 
 /// What a scan reports.
 #[derive(Debug, Clone, Copy)]
@@ -1041,7 +930,7 @@ impl GroupMatcher {
                     match self.checkpoint(&mut cursors, path, &mut bound, &seen, &firsts) {
                         Unseen::None => Heard::Stop,
                         Unseen::Few(few) => {
-                            self.search_rest(&few, at, path, &mut seen, &firsts, &mut cursors)
+                            self.search_rest(&few, at, path, None, &mut seen, &firsts, &mut cursors)
                         }
                         Unseen::Many if !narrowed => {
                             // Once a path: later checkpoints have less of it left to gain.
@@ -1076,29 +965,61 @@ impl GroupMatcher {
     /// At the checkpoint `at`, for the few pieces that could still matter: one vectorised search
     /// each in the rest of the path costs less than walking it, when the rest is long beside the
     /// pieces (each search has a set-up); then the walk stops ([`Heard::Stop`]), else it goes on.
+    /// When the rest is over a few octets (`octets_of_rest`, as far as they are known), a search
+    /// for a piece of those octets finds a candidate at nearly every octet: such pieces are
+    /// looked for together, in one pass ([`find_few`]).
+    #[allow(clippy::too_many_arguments)]
     fn search_rest(
         &self,
         few: &[u32],
         at: usize,
         path: &[u8],
+        octets_of_rest: Option<&Alphabet>,
         seen: &mut [u64],
         firsts: &[u32],
         cursors: &mut Cursors,
     ) -> Heard {
-        let octets: usize = few
+        let pieces: SmallVec<[&[u8]; FEW_UNSEEN]> = few
             .iter()
-            .map(|&piece| self.piece(piece as usize).len())
-            .sum();
+            .map(|&piece| self.piece(piece as usize))
+            .collect();
+        let octets: usize = pieces.iter().map(|piece| piece.len()).sum();
         if octets * 16 > path.len().saturating_sub(at) {
             return Heard::Known;
         }
-        for &piece in few {
-            let needle = self.piece(piece as usize);
-            // From early enough to find an occurrence across `at`.
+        // Pieces over the octets the rest is written with are searched in one pass; the others
+        // have an octet it rarely holds, which a vectorised search skips to.
+        let (dense, sparse): (SmallVec<[usize; FEW_UNSEEN]>, SmallVec<[usize; FEW_UNSEEN]>) = (0
+            ..few.len())
+            .partition(|&k| octets_of_rest.is_some_and(|alphabet| alphabet.may_hold(pieces[k])));
+        let mut sparse = sparse;
+        if dense.len() > 1 {
+            // From early enough to find an occurrence across `at` (one that ends before it has
+            // been seen by the walk).
+            let longest = dense.iter().map(|&k| pieces[k].len()).max().unwrap_or(0);
+            let rest = path
+                .get((at + 1).saturating_sub(longest)..)
+                .unwrap_or_default();
+            let needles: SmallVec<[&[u8]; FEW_UNSEEN]> = dense.iter().map(|&k| pieces[k]).collect();
+            match find_few(&needles, rest) {
+                Some(found) => {
+                    for (bit, &k) in dense.iter().enumerate() {
+                        if found >> bit & 1 == 1 {
+                            self.see(few[k] as usize, seen, firsts, cursors);
+                        }
+                    }
+                }
+                None => sparse.extend(dense),
+            }
+        } else {
+            sparse.extend(dense);
+        }
+        for k in sparse {
+            let needle = pieces[k];
             let from = (at + 1).saturating_sub(needle.len());
             let rest = path.get(from..).unwrap_or_default();
             if !needle.is_empty() && memchr::memmem::find(rest, needle).is_some() {
-                self.see(piece as usize, seen, firsts, cursors);
+                self.see(few[k] as usize, seen, firsts, cursors);
             }
         }
         Heard::Stop
@@ -1221,21 +1142,24 @@ impl GroupMatcher {
         // A rest over a few octets, when none of them makes a piece that matters, is told at less
         // cost than by its pairs. The first look's octets are some of the rest's: if they make
         // one, so do the rest's.
-        let octets_rule_out = |text: &[u8]| {
-            Alphabet::of(text).is_some_and(|alphabet| {
-                let narrowing = Some(Narrowing::Octets(&alphabet));
-                let unseen = self.unseen_that_could_beat(seen, firsts, bound, narrowing);
-                matches!(unseen, Unseen::None)
-            })
+        let first_octets = Alphabet::of(rest.get(..first_look).unwrap_or_default());
+        let rules_out = |alphabet: &Alphabet| {
+            let narrowing = Some(Narrowing::Octets(alphabet));
+            let unseen = self.unseen_that_could_beat(seen, firsts, bound, narrowing);
+            matches!(unseen, Unseen::None)
         };
-        if octets_rule_out(rest.get(..first_look).unwrap_or_default()) && octets_rule_out(rest) {
+        if first_octets.as_ref().is_some_and(rules_out)
+            && Alphabet::of(rest).as_ref().is_some_and(rules_out)
+        {
             return Heard::Stop;
         }
         // One octet back, for the pair across the two stretches.
         pairs.add(rest.get(first_look.saturating_sub(1)..).unwrap_or_default());
         match self.unseen_that_could_beat(seen, firsts, bound, Some(Narrowing::Pairs(&pairs))) {
             Unseen::None => Heard::Stop,
-            Unseen::Few(few) => self.search_rest(&few, at, path, seen, firsts, cursors),
+            Unseen::Few(few) => {
+                self.search_rest(&few, at, path, first_octets.as_ref(), seen, firsts, cursors)
+            }
             Unseen::Many => Heard::Known,
         }
     }
@@ -1630,28 +1554,6 @@ mod tests {
                 assert_eq!(found, Some(0), "{piece} at {start}");
             }
         }
-    }
-
-    /// An alphabet holds exactly the octets of its text, wherever in a block of sixteen (or the
-    /// short last one) a new octet first shows, and there is none for a text of too many.
-    #[test]
-    fn alphabets_hold_exactly_the_octets_of_their_text() {
-        let mut text = b"/a/..".repeat(40);
-        for (at, octet) in [(37, b'x'), (170, b'%'), (199, b'Z')] {
-            text[at] = octet;
-        }
-        let alphabet = Alphabet::of(&text).unwrap();
-        for octet in 0..=255u8 {
-            assert_eq!(
-                alphabet.may_hold(&[octet]),
-                text.contains(&octet),
-                "{octet}"
-            );
-        }
-        assert!(alphabet.may_hold(b"x/Z%") && !alphabet.may_hold(b"a/b"));
-        assert!(Alphabet::of(b"abcdefgh").is_some());
-        assert!(Alphabet::of(&b"abcdefghi".repeat(5)).is_none());
-        assert!(Alphabet::of(b"").is_none());
     }
 
     /// With more missing pieces than a checkpoint looks for one by one, a piece that occurs once,

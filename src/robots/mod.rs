@@ -10,6 +10,7 @@
 //! rules ([`preferences`]) and asked the same way: [`Robots::preference_selected`].
 
 mod matcher;
+mod narrowing;
 mod octets;
 pub mod parse;
 pub mod path;

@@ -25,6 +25,7 @@
 use super::octets::Octets;
 use super::segments::{is_encoded_separator, Kept, Separators};
 use std::borrow::Cow;
+use wide::u8x16;
 
 /// Reduces a URL, or a path, to what robots.txt rules are matched against: the path and the query,
 /// without the fragment. A full URL (`https://host/x?y`) loses its scheme and authority; an empty
@@ -126,6 +127,25 @@ const fn special_octets(side: Side) -> [bool; 256] {
 
 const PATH_SPECIAL: [bool; 256] = special_octets(Side::Path);
 const PATTERN_SPECIAL: [bool; 256] = special_octets(Side::Pattern);
+
+/// Bit `i` set where octet `i` of `sixteen` is special on `side` ([`special_octets`]), the sixteen
+/// compared at once: a long path is mostly plain, or mostly escapes that stay as they are.
+fn special_lanes(sixteen: [u8; 16], side: Side) -> u16 {
+    let lanes = u8x16::new(sixteen);
+    let splat = u8x16::splat;
+    // Controls and space are the octets up to 0x20. From `{` (0x7B) up are `{|}`, DEL and every
+    // octet outside ASCII, but for `~`.
+    let low = lanes.min(splat(0x20)).cmp_eq(lanes);
+    let high = lanes.max(splat(0x7B)).cmp_eq(lanes) ^ lanes.cmp_eq(splat(b'~'));
+    let mut special = low | high;
+    for octet in [b'"', b'$', b'%', b'<', b'>', b'?', b'\\', b'^', b'`'] {
+        special |= lanes.cmp_eq(splat(octet));
+    }
+    if side == Side::Path {
+        special |= lanes.cmp_eq(splat(b'*'));
+    }
+    special.move_mask() as u16
+}
 
 /// A byte string being written, with room made for the most it is expected to come to.
 struct Output {
@@ -262,21 +282,20 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
         Side::Pattern => &PATTERN_SPECIAL,
     };
     let is_special = |b: &u8| special[usize::from(*b)];
-    // The first special octet at or after `from`: eight octets per branch, since nearly every
-    // octet of a real path is plain.
-    let next_special = |from: usize| -> Option<usize> {
-        let mut at = from;
-        while let Some(chunk) = bytes.get(at..at + 8) {
-            if chunk.iter().fold(false, |any, b| any | is_special(b)) {
-                break;
+    // The special octets of the sixteen from `base`, a bit each (plain padding past the end).
+    let specials_from = |base: usize| {
+        let window = bytes.get(base..).unwrap_or_default();
+        let lanes = match window.first_chunk::<16>() {
+            Some(sixteen) => *sixteen,
+            None => {
+                let mut lanes = [b'a'; 16];
+                if let Some(head) = lanes.get_mut(..window.len()) {
+                    head.copy_from_slice(window);
+                }
+                lanes
             }
-            at += 8;
-        }
-        bytes
-            .get(at..)?
-            .iter()
-            .position(is_special)
-            .map(|found| at + found)
+        };
+        special_lanes(lanes, side)
     };
     // Where the query starts (an escape after it is in the query), found when an escape asks.
     let mut query = None;
@@ -285,14 +304,31 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
     };
     // Special octets that stay as they are (escapes already normal, `?`) are skipped, and
     // nothing is written until one changes: a path whose special octets all stay is borrowed.
-    let mut at = 0;
+    // They are found sixteen at a time, and an escape costs a look at its octets.
+    let (mut base, mut specials) = (0, specials_from(0));
+    // Octets before this are already looked at (the last ones of an escape kept).
+    let mut looked = 0;
     let first = loop {
-        let Some(found) = next_special(at) else {
-            return Cow::Borrowed(bytes);
-        };
-        let escaped = bytes[found] == b'%' && in_query(found);
-        match rewrite(&bytes[found..], side, escaped) {
-            Rewrite::Keep(len) => at = found + len,
+        if specials == 0 {
+            base += 16;
+            if base >= bytes.len() {
+                return Cow::Borrowed(bytes);
+            }
+            specials = specials_from(base)
+                & u16::MAX
+                    .checked_shl((looked.max(base) - base) as u32)
+                    .unwrap_or(0);
+            continue;
+        }
+        let found = base + specials.trailing_zeros() as usize;
+        specials &= specials - 1;
+        let rest = bytes.get(found..).unwrap_or_default();
+        let escaped = rest.first() == Some(&b'%') && in_query(found);
+        match rewrite(rest, side, escaped) {
+            Rewrite::Keep(len) => {
+                looked = found + len;
+                specials &= u16::MAX.checked_shl((looked - base) as u32).unwrap_or(0);
+            }
             _ => break found,
         }
     };
@@ -707,6 +743,21 @@ mod tests {
             String::from_utf8(normalize(b"/\xff").into_owned()).unwrap(),
             "/%FF"
         );
+    }
+
+    /// The octets compared sixteen at a time are exactly the special ones, on both sides.
+    #[test]
+    fn special_lanes_are_the_special_octets() {
+        for side in [Side::Path, Side::Pattern] {
+            let table = special_octets(side);
+            for base in (0..=255u8).step_by(16) {
+                let lanes: [u8; 16] = std::array::from_fn(|i| base + i as u8);
+                let mask = special_lanes(lanes, side);
+                for (i, &octet) in lanes.iter().enumerate() {
+                    assert_eq!(mask >> i & 1 == 1, table[usize::from(octet)], "{octet:#x}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,248 @@
+//! What tells, at a checkpoint of a long path's scan, that a piece is not in the rest of the
+//! path (its octet pairs, or its few octets), and a search for the few pieces that may be.
+//!
+//! A scan walks the path an octet at a time; these read the rest of it at a fraction of that
+//! cost, so that a path an attacker writes over a few octets (`/a/..`, `/a%5C%5C..`) against
+//! pieces that need others is not walked to its last octet.
+
+use wide::u8x16;
+
+/// The pairs of adjacent octets of a text, hashed into 4096 slots: where a pair's slot is
+/// empty, the pair is not in the text, nor any piece that holds it.
+pub(super) struct Pairs(Box<[bool; PAIR_SLOTS]>);
+
+/// [`Pairs`]' slots: a slot is an octet, so that adding a pair is one store.
+const PAIR_SLOTS: usize = 4096;
+
+impl Pairs {
+    fn slot(first: u8, second: u8) -> usize {
+        (usize::from(first) << 4 ^ usize::from(second)) & (PAIR_SLOTS - 1)
+    }
+
+    /// The pairs of `text`.
+    pub(super) fn of(text: &[u8]) -> Pairs {
+        let mut pairs = Pairs(Box::new([false; PAIR_SLOTS]));
+        pairs.add(text);
+        pairs
+    }
+
+    /// Adds the pairs of `text`: a few instructions an octet, a fraction of an automaton walk's,
+    /// and eight octets that repeat the one before them (`////…`, `aaaa…`) are one comparison.
+    pub(super) fn add(&mut self, text: &[u8]) {
+        let Some((&first, rest)) = text.split_first() else {
+            return;
+        };
+        let mut before = first;
+        for eight in rest.chunks(8) {
+            if eight == [before; 8] {
+                self.0[Self::slot(before, before)] = true;
+                continue;
+            }
+            for &octet in eight {
+                self.0[Self::slot(before, octet)] = true;
+                before = octet;
+            }
+        }
+    }
+
+    /// Whether `piece` may be in the text: every pair of it may be.
+    fn may_hold(&self, piece: &[u8]) -> bool {
+        piece
+            .windows(2)
+            .all(|pair| self.0[Self::slot(pair[0], pair[1])])
+    }
+}
+
+/// The octets of a text that is written with few (at most [`ALPHABET`]): a piece with any other
+/// octet is not in it. A path an attacker fills with `/a%5C%5C..` or `/a/..` is over a handful of
+/// octets, and against a file whose pieces need others this rules nearly all of them out at
+/// about an instruction an octet, several times less than [`Pairs`].
+pub(super) struct Alphabet([bool; 256]);
+
+/// The most octets an [`Alphabet`] is kept for: each is one compare per sixteen octets.
+const ALPHABET: usize = 8;
+
+impl Alphabet {
+    /// The octets of `text`, or `None` if it has more than [`ALPHABET`]. Sixteen octets at a time
+    /// are compared with every octet found so far; only sixteen that hold a new one are looked at
+    /// one by one.
+    pub(super) fn of(text: &[u8]) -> Option<Alphabet> {
+        let &first = text.first()?;
+        let mut found = [false; 256];
+        let mut count = 0;
+        // Unused places repeat the first octet, so that every compare is of a known octet.
+        let mut known = [u8x16::splat(first); ALPHABET];
+        for sixteen in text.chunks(16) {
+            if let Some(lanes) = sixteen.first_chunk::<16>() {
+                let lanes = u8x16::new(*lanes);
+                let hits = known
+                    .iter()
+                    .fold(u8x16::splat(0), |hits, &octet| hits | lanes.cmp_eq(octet));
+                if hits.move_mask() == 0xFFFF {
+                    continue;
+                }
+            }
+            for &octet in sixteen {
+                let new = found.get_mut(usize::from(octet))?;
+                if !*new {
+                    *new = true;
+                    *known.get_mut(count)? = u8x16::splat(octet);
+                    count += 1;
+                }
+            }
+        }
+        Some(Alphabet(found))
+    }
+
+    /// Whether `piece` may be in the text: it has no octet the text lacks.
+    pub(super) fn may_hold(&self, piece: &[u8]) -> bool {
+        piece.iter().all(|&octet| self.0[usize::from(octet)])
+    }
+}
+
+/// What tells that a piece is not in the rest of a path.
+#[derive(Clone, Copy)]
+pub(super) enum Narrowing<'a> {
+    /// The rest's pairs of adjacent octets.
+    Pairs(&'a Pairs),
+    /// The rest's octets, when they are few.
+    Octets(&'a Alphabet),
+}
+
+impl Narrowing<'_> {
+    /// Whether `piece` may be in the text.
+    pub(super) fn may_hold(self, piece: &[u8]) -> bool {
+        match self {
+            Narrowing::Pairs(pairs) => pairs.may_hold(piece),
+            Narrowing::Octets(alphabet) => alphabet.may_hold(piece),
+        }
+    }
+}
+
+/// The bits of [`find_few`]'s state: an octet of a piece each, and one before each piece.
+const SHIFT_AND_BITS: usize = 64;
+
+/// Which of `pieces` (none empty, and their octets and one more each at most
+/// [`SHIFT_AND_BITS`] in all) are in `text`: bit `k` of the answer for `pieces[k]`, `None` if
+/// they do not fit. One pass over `text` for all of them, a few instructions an octet whatever
+/// the text: a search per piece that skips to its rarer octets finds a candidate at nearly every
+/// octet of a text where every octet is common, which is what a path over a few octets is.
+///
+/// Shift-and: bit `j` of the state says whether the text read so far ends with a piece's octets
+/// up to the one at bit `j`. Each piece has a bit before it that is never set, so that moving
+/// the state up a bit never reaches a piece's first bit, and adding the first bits is an addition
+/// (one instruction with the move). Each step waits on the one before; the text is read as two
+/// halves side by side, the second from a piece's length before the middle, so that a step of
+/// each runs in the time of one.
+pub(super) fn find_few(pieces: &[&[u8]], text: &[u8]) -> Option<u64> {
+    let bits: usize = pieces.iter().map(|piece| piece.len() + 1).sum();
+    if bits > SHIFT_AND_BITS || pieces.contains(&&b""[..]) {
+        return None;
+    }
+    // Per octet, the places in the pieces that hold it.
+    let mut places = [0u64; 256];
+    let (mut firsts, mut ends, mut at) = (0u64, 0u64, 0);
+    for piece in pieces {
+        // The bit before the piece, never set.
+        at += 1;
+        firsts |= 1 << at;
+        for &octet in *piece {
+            places[usize::from(octet)] |= 1 << at;
+            at += 1;
+        }
+        ends |= 1 << (at - 1);
+    }
+    let longest = pieces.iter().map(|piece| piece.len()).max().unwrap_or(0);
+    let middle = text.len() / 2;
+    let (first_half, second_half) = (
+        text.get(..middle).unwrap_or_default(),
+        text.get(middle.saturating_sub(longest.saturating_sub(1))..)
+            .unwrap_or_default(),
+    );
+    let step =
+        |state: u64, octet: u8| (state << 1).wrapping_add(firsts) & places[usize::from(octet)];
+    let (mut one, mut two, mut reached) = (0u64, 0u64, 0u64);
+    let mut rest_of_second = second_half;
+    for block in first_half.chunks(SHIFT_AND_BITS) {
+        let (pair, after) = rest_of_second.split_at(block.len().min(rest_of_second.len()));
+        rest_of_second = after;
+        for (&a, &b) in block.iter().zip(pair) {
+            one = step(one, a);
+            two = step(two, b);
+            reached |= one | two;
+        }
+        if reached & ends == ends {
+            break;
+        }
+    }
+    // The second half is one octet longer when the text is odd, and by the warm-up.
+    if reached & ends != ends {
+        for &octet in rest_of_second {
+            two = step(two, octet);
+            reached |= two;
+        }
+    }
+    let found = reached & ends;
+    // From the end of each piece found to the piece.
+    let mut answer = 0;
+    let mut end = 0;
+    for (k, piece) in pieces.iter().enumerate() {
+        end += piece.len() + 1;
+        if found >> (end - 1) & 1 == 1 {
+            answer |= 1 << k;
+        }
+    }
+    Some(answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An alphabet holds exactly the octets of its text, wherever in a block of sixteen (or the
+    /// short last one) a new octet first shows, and there is none for a text of too many.
+    #[test]
+    fn alphabets_hold_exactly_the_octets_of_their_text() {
+        let mut text = b"/a/..".repeat(40);
+        for (at, octet) in [(37, b'x'), (170, b'%'), (199, b'Z')] {
+            text[at] = octet;
+        }
+        let alphabet = Alphabet::of(&text).unwrap();
+        for octet in 0..=255u8 {
+            assert_eq!(
+                alphabet.may_hold(&[octet]),
+                text.contains(&octet),
+                "{octet}"
+            );
+        }
+        assert!(alphabet.may_hold(b"x/Z%") && !alphabet.may_hold(b"a/b"));
+        assert!(Alphabet::of(b"abcdefgh").is_some());
+        assert!(Alphabet::of(&b"abcdefghi".repeat(5)).is_none());
+        assert!(Alphabet::of(b"").is_none());
+    }
+
+    /// Each piece is reported found exactly when it is in the text, pieces that share octets and
+    /// prefixes included; pieces that do not fit are not looked for.
+    #[test]
+    fn a_few_pieces_are_found_in_one_pass() {
+        let text = b"/a/../a/../a/..//x";
+        let pieces: [&[u8]; 6] = [b"/a/", b"../a", b"/./", b"a/a", b"//x", b"x"];
+        let found = find_few(&pieces, text).unwrap();
+        for (k, piece) in pieces.iter().enumerate() {
+            let present = text.windows(piece.len()).any(|w| w == *piece);
+            assert_eq!(
+                found >> k & 1 == 1,
+                present,
+                "{}",
+                String::from_utf8_lossy(piece)
+            );
+        }
+        assert_eq!(find_few(&[b"ab"], b"xxab"), Some(1));
+        assert_eq!(find_few(&[b"ab"], b"xxa"), Some(0));
+        assert_eq!(find_few(&[&[b'a'; 64][..]], b"a"), None);
+        let long = [b'a'; 63];
+        assert_eq!(find_few(&[&long[..]], &[b'a'; 100]), Some(1));
+        assert_eq!(find_few(&[&long[..]], &[b'a'; 62]), Some(0));
+        assert_eq!(find_few(&[b""], b"a"), None);
+    }
+}
