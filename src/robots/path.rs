@@ -22,8 +22,7 @@
 //! [`forms`] gives the other readings an origin server may make of a request path: with
 //! `.`/`..` segments and doubled slashes resolved, and with encoded separators decoded.
 
-use super::octets::Octets;
-use super::segments::{is_encoded_separator, Kept, Separators};
+use super::segments::{Kept, Separators};
 use std::borrow::Cow;
 use wide::u8x16;
 
@@ -323,13 +322,27 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
         let found = base + specials.trailing_zeros() as usize;
         specials &= specials - 1;
         let rest = bytes.get(found..).unwrap_or_default();
-        let escaped = rest.first() == Some(&b'%') && in_query(found);
-        match rewrite(rest, side, escaped) {
-            Rewrite::Keep(len) => {
+        let kept = if rest.first() == Some(&b'%') {
+            // An escape stays when its translation is what is written (or it is invalid).
+            let (translation, len) = escape_translation(bytes, found, in_query(found));
+            let mut written = [0u8; 4];
+            if let (Some(head), Some(octets)) = (written.get_mut(..len), rest.get(..len)) {
+                head.copy_from_slice(octets);
+            }
+            written[3] = len as u8;
+            (u32::from_le_bytes(written) == translation).then_some(len)
+        } else {
+            match rewrite(rest, side, false) {
+                Rewrite::Keep(len) => Some(len),
+                _ => None,
+            }
+        };
+        match kept {
+            Some(len) => {
                 looked = found + len;
                 specials &= u16::MAX.checked_shl((looked - base) as u32).unwrap_or(0);
             }
-            _ => break found,
+            None => break found,
         }
     };
     // From the first octet that changes on, every octet is written from a table of what it
@@ -383,7 +396,7 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
         let group_end = end.min(at + 8);
         while let Some(&octet) = bytes.get(at).filter(|_| at < group_end) {
             let translation = if octet == b'%' {
-                let (translation, len) = escape_translation(bytes, at, side, in_query(at));
+                let (translation, len) = escape_translation(bytes, at, in_query(at));
                 at += len;
                 translation
             } else {
@@ -406,23 +419,46 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
     Cow::Owned(out)
 }
 
-/// What [`normalize_side`] writes for the `%` at `at`, and how many octets it stands for. Out of
-/// line: the loop over the other octets keeps its values in registers.
-#[inline(never)]
-fn escape_translation(bytes: &[u8], at: usize, side: Side, in_query: bool) -> (Translation, usize) {
-    match rewrite(bytes.get(at..).unwrap_or_default(), side, in_query) {
-        Rewrite::Keep(len) => {
-            let mut kept = [0; 4];
-            if let (Some(head), Some(octets)) = (kept.get_mut(..len), bytes.get(at..at + len)) {
-                head.copy_from_slice(octets);
-            }
-            kept[3] = len as u8;
-            (u32::from_le_bytes(kept), len)
-        }
-        Rewrite::Decode(decoded) => (u32::from(decoded) | 1 << 24, 3),
-        Rewrite::Upper(decoded) | Rewrite::Encode(decoded) => (escape_of(decoded), 3),
+/// What [`normalize_side`] writes for the `%` at `at`, and how many octets it stands for: an
+/// escape's translation from a table by its value ([`escape_translations`]), or the `%` alone
+/// when no two hex digits follow it (an invalid escape is kept as it is).
+#[inline(always)]
+fn escape_translation(bytes: &[u8], at: usize, in_query: bool) -> (Translation, usize) {
+    let (high, low) = match bytes.get(at + 1..at + 3) {
+        Some(&[high, low]) => (HEX_DIGITS[usize::from(high)], HEX_DIGITS[usize::from(low)]),
+        _ => (16, 16),
+    };
+    if (high | low) >= 16 {
+        return (u32::from(b'%') | 1 << 24, 1);
     }
+    let table = if in_query {
+        &QUERY_ESCAPES
+    } else {
+        &PATH_ESCAPES
+    };
+    (table[usize::from(high << 4 | low)], 3)
 }
+
+/// Per value of an escape: what the escape is written as, the octet itself when its escape is
+/// decoded ([`decoded_raw`]) or else its escape with upper-case hex digits, in the path or in
+/// the query. An escape already in that form is written as it is.
+const fn escape_translations(in_query: bool) -> [Translation; 256] {
+    let raw = decoded_raw(in_query);
+    let mut table = [0; 256];
+    let mut value = 0;
+    while value < 256 {
+        table[value] = if raw[value] {
+            value as u32 | 1 << 24
+        } else {
+            escape_of(value as u8)
+        };
+        value += 1;
+    }
+    table
+}
+
+const PATH_ESCAPES: [Translation; 256] = escape_translations(false);
+const QUERY_ESCAPES: [Translation; 256] = escape_translations(true);
 
 /// What [`normalize_side`] writes for an octet: up to three octets in the low three bytes (in
 /// order, little-endian), and how many in the fourth, so that writing it is one store.
@@ -505,36 +541,17 @@ pub fn forms(normal: &[u8]) -> impl Iterator<Item = (Form, Vec<u8>)> + '_ {
         .chain(decoded.map(|d| (Form::Decoded, d)))
 }
 
-/// The path part of a normalised path with `%2F` and `%5C` read as `/`; `None` when it has
-/// neither. The query is left as it is: there they are data, not separators.
-fn decode_separators(normal: &[u8]) -> Option<Vec<u8>> {
-    let end = memchr::memchr(b'?', normal).unwrap_or(normal.len());
-    let (path, query) = normal.split_at(end);
-    // Every request path goes through here: look only at the `%`s, and copy nothing until a
-    // separator is found.
-    let first = first_encoded_separator(path)?;
-    let mut escapes = Octets::new(path, b'%', first).filter(|&at| is_encoded_separator(path, at));
-    escapes.next();
-    let mut out = Output::with_room(normal.len());
-    out.extend(&path[..first]);
-    out.push(b'/');
-    let mut copied = first + 3;
-    for at in escapes {
-        // `%2F%2F` has no `%` inside a separator, so separators never overlap.
-        out.run(path, copied, at);
-        out.push(b'/');
-        copied = at + 3;
-    }
-    out.extend(&path[copied..]);
-    out.extend(query);
-    Some(out.into_vec())
-}
-
-/// Where the first encoded separator of `path` is, if it has one: a path with no `%` at all
-/// (nearly every one) is answered by one vectorised search.
+/// Where the first encoded separator of `path` is, if it has one: two vectorised searches (a
+/// normalised path writes both with upper-case hex digits). A path dense with other escapes
+/// (`%C3%A9`, again and again) costs no look at each of them.
 fn first_encoded_separator(path: &[u8]) -> Option<usize> {
-    let from = memchr::memchr(b'%', path)?;
-    Octets::new(path, b'%', from).find(|&at| is_encoded_separator(path, at))
+    memchr::memchr(b'%', path)?;
+    let slash = memchr::memmem::find(path, b"%2F");
+    let backslash = memchr::memmem::find(path, b"%5C");
+    match (slash, backslash) {
+        (Some(slash), Some(backslash)) => Some(slash.min(backslash)),
+        (one, other) => one.or(other),
+    }
 }
 
 /// [`Form::Decoded`] of a normalised path: `%2F` and `%5C` in the path read as `/`, then
@@ -553,37 +570,54 @@ fn decoded_form(normal: &[u8]) -> Option<Vec<u8>> {
         let mut rooted = Vec::with_capacity(path.len() + 1);
         rooted.push(b'/');
         rooted.extend_from_slice(path);
-        let kept = Kept::of(&Separators::slashes_and_encoded(&rooted));
+        let rooted_separators = Separators::slashes_and_encoded(&rooted);
+        let kept = Kept::of(&rooted_separators);
         if !kept.changed {
-            return decode_separators(normal);
+            return Some(decoded_as_is(path, &separators, query));
         }
-        return Some(write_kept_decoded(&rooted, &kept, query));
+        return Some(write_kept_decoded(
+            &rooted,
+            &rooted_separators,
+            &kept,
+            query,
+        ));
     }
     let kept = Kept::of(&separators);
     if !kept.changed {
-        return decode_separators(normal);
+        return Some(decoded_as_is(path, &separators, query));
     }
-    Some(write_kept_decoded(path, &kept, query))
+    Some(write_kept_decoded(path, &separators, &kept, query))
+}
+
+/// `path` with its encoded separators written `/`, then `query`.
+fn decoded_as_is(path: &[u8], separators: &Separators, query: &[u8]) -> Vec<u8> {
+    let mut out = Output::with_room(path.len() + query.len());
+    write_decoded(&mut out, path, separators, 0, path.len());
+    out.extend(query);
+    out.into_vec()
 }
 
 /// What `kept` keeps of `path` with its encoded separators written `/`, then `query`.
-fn write_kept_decoded(path: &[u8], kept: &Kept, query: &[u8]) -> Vec<u8> {
+fn write_kept_decoded(path: &[u8], separators: &Separators, kept: &Kept, query: &[u8]) -> Vec<u8> {
     let mut out = Output::with_room(path.len() + query.len() + 1);
-    kept.runs(|from, to| {
-        let run = path.get(..to).unwrap_or_default();
-        let mut copied = from;
-        for at in Octets::new(run, b'%', from).filter(|&at| is_encoded_separator(run, at)) {
-            out.run(run, copied, at);
-            out.push(b'/');
-            copied = at + 3;
-        }
-        out.run(run, copied, to);
-    });
+    kept.runs(|from, to| write_decoded(&mut out, path, separators, from, to));
     if out.written().is_empty() || kept.dropped_last {
         out.push(b'/');
     }
     out.extend(query);
     out.into_vec()
+}
+
+/// Appends `path[from..to]` to `out` with its encoded separators written `/`, found by the
+/// separators' masks.
+fn write_decoded(out: &mut Output, path: &[u8], separators: &Separators, from: usize, to: usize) {
+    let mut copied = from;
+    separators.encoded_within(from, to, |at| {
+        out.run(path, copied, at);
+        out.push(b'/');
+        copied = at + 3;
+    });
+    out.run(path, copied, to);
 }
 
 /// The path as most origin servers resolve it: `.` and `..` segments removed (RFC 3986 §5.2.4)
@@ -922,7 +956,6 @@ mod tests {
                 &[b'/', b'.', b'a', b'%', b'2', b'F', b'5', b'C', b'?'][..]), 0..40)
         ) {
             proptest::prop_assert_eq!(canonical(&path), naive_canonical(&path));
-            proptest::prop_assert_eq!(decode_separators(&path), naive_decode(&path));
             proptest::prop_assert_eq!(decoded_form(&path), naive_decoded_form(&path));
         }
 
@@ -979,7 +1012,6 @@ mod tests {
                 path.insert(0, b'/');
             }
             proptest::prop_assert_eq!(canonical(&path), naive_canonical(&path));
-            proptest::prop_assert_eq!(decode_separators(&path), naive_decode(&path));
             proptest::prop_assert_eq!(decoded_form(&path), naive_decoded_form(&path));
         }
     }

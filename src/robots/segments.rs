@@ -81,16 +81,32 @@ impl Separators {
         }
     }
 
+    /// Calls `found` with where each encoded separator in `from..to` starts, in order.
+    pub(super) fn encoded_within(&self, from: usize, to: usize, mut found: impl FnMut(usize)) {
+        let blocks = self
+            .encoded
+            .get(from / BLOCK..to.div_ceil(BLOCK))
+            .unwrap_or_default();
+        for (index, &block) in (from / BLOCK..).zip(blocks) {
+            let mut bits = block;
+            if index == from / BLOCK {
+                bits &= u64::MAX << (from % BLOCK);
+            }
+            while bits != 0 {
+                let at = index * BLOCK + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if at >= to {
+                    return;
+                }
+                found(at);
+            }
+        }
+    }
+
     /// Whether the path starts with a separator.
     pub(super) fn rooted(&self) -> bool {
         self.len > 0 && self.starts.first().is_some_and(|block| block & 1 == 1)
     }
-}
-
-/// Whether the `%` at `at` of `path` is an encoded separator, `%2F` or `%5C` (a normalised path
-/// writes both with upper-case hex digits).
-pub(super) fn is_encoded_separator(path: &[u8], at: usize) -> bool {
-    matches!(path.get(at + 1..at + 3), Some(b"2F" | b"5C"))
 }
 
 /// What resolving keeps of a rooted path: runs of whole segments (each with the separator
