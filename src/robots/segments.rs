@@ -270,8 +270,8 @@ fn cancel_pairs(mut tokens: u64, mut ups: u64) -> (u64, u64) {
 fn take_back(mut tokens: u64, ups: u64, unmatched: &mut u64) -> u64 {
     let mut kept = 0;
     while tokens != 0 {
+        let up = ups & tokens;
         if *unmatched == 0 {
-            let up = ups & tokens;
             if up == 0 {
                 return kept | tokens;
             }
@@ -283,13 +283,40 @@ fn take_back(mut tokens: u64, ups: u64, unmatched: &mut u64) -> u64 {
             *unmatched = 1;
             continue;
         }
+        if tokens == up {
+            // Only `..`s are left.
+            *unmatched += u64::from(tokens.count_ones());
+            return kept;
+        }
+        // The segments with octets after the last `..` left: as many as there are unmatched
+        // `..`s are taken back at once.
+        let (after, below) = match up {
+            0 => (tokens, 0),
+            _ => {
+                let bit = BLOCK as u32 - 1 - up.leading_zeros();
+                (tokens & !((2u64 << bit).wrapping_sub(1)), (1u64 << bit) - 1)
+            }
+        };
+        let count = if after == 0 {
+            0
+        } else {
+            u64::from(after.count_ones())
+        };
+        if count <= *unmatched {
+            *unmatched -= count;
+            if up == 0 {
+                return kept;
+            }
+            // Then that `..`.
+            *unmatched += 1;
+            tokens &= below;
+            continue;
+        }
+        // More of them than unmatched `..`s: the last ones are taken back one by one, and the
+        // rest kept by the first branch.
         let bit = BLOCK as u32 - 1 - tokens.leading_zeros();
         tokens &= !(1 << bit);
-        if ups >> bit & 1 == 1 {
-            *unmatched += 1;
-        } else {
-            *unmatched -= 1;
-        }
+        *unmatched -= 1;
     }
     kept
 }
@@ -320,6 +347,34 @@ mod tests {
         assert_eq!(resolved("/a/b/c/../d/.."), (true, "/a/b/".into()));
         assert_eq!(resolved("/../a"), (true, "/a".into()));
         assert_eq!(resolved("/a/..".repeat(500).as_str()), (true, "/".into()));
+    }
+
+    /// Segments taken back by `..`s far after them, blocks away, in runs of every length.
+    #[test]
+    fn nested_segments_are_taken_back_across_blocks() {
+        for (segments, ups) in [
+            (1, 1),
+            (40, 39),
+            (100, 30),
+            (100, 100),
+            (100, 150),
+            (700, 333),
+        ] {
+            let path = format!("{}{}", "/ab".repeat(segments), "/..".repeat(ups));
+            let left = "/ab".repeat(segments.saturating_sub(ups));
+            let expected = if left.is_empty() {
+                "/".to_owned()
+            } else {
+                left + "/"
+            };
+            assert_eq!(resolved(&path), (true, expected), "{segments} {ups}");
+        }
+        let path = format!(
+            "/x{}/y{}",
+            "/ab/..".repeat(50),
+            "/cd".repeat(30) + &"/..".repeat(31)
+        );
+        assert_eq!(resolved(&path), (true, "/x/".into()));
     }
 
     #[test]

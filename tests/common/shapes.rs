@@ -265,18 +265,43 @@ pub fn long_path(seed: u64) -> String {
 
 /// 16 KiB paths shaped against the path's own handling rather than against a file: each makes
 /// one part of the work as dense as it can be (dot segments to resolve, `..` to take back,
-/// escapes to rewrite or decode, one state the piece scan stays in). With [`long_path`]'s random
+/// escapes to rewrite or decode, one state the piece scan stays in, octets that come out three
+/// times longer, a mix that gives every form a long path of its own). With [`long_path`]'s random
 /// one, they are the paths the adversarial shapes' long-path figures are measured on.
 pub fn crafted_long_paths() -> Vec<(&'static str, String)> {
-    let fill = |unit: &str| unit.repeat(16 * 1024 / unit.len());
+    const LEN: usize = 16 * 1024;
+    let fill = |unit: &str| unit.repeat(LEN / unit.len());
+    let rooted = |unit: &str| format!("/{}", unit.repeat((LEN - 1) / unit.len()));
+    // Units that resolve, decode or stay, in an order no period gives away.
+    let mut mix = Rng::new(7);
+    let units = ["/a/..", "/b/..", "/a\\..", "/%2F..", "/./", "//", "/c"];
+    let mut mixed = String::new();
+    while mixed.len() < LEN - 8 {
+        mixed.push_str(units[mix.below(units.len())]);
+    }
     vec![
         ("up-and-down", fill("/a/..")),
         ("slashes", fill("/")),
         ("dot-segments", fill("/.")),
-        ("one-octet", format!("/{}", "a".repeat(16 * 1024 - 1))),
+        ("one-octet", rooted("a")),
         ("short-segments", fill("/ab")),
         ("encoded-slashes", fill("/%2F..")),
         ("backslashes", fill("/a\\\\..")),
+        ("mixed-units", mixed),
+        (
+            "nested",
+            format!("{}{}", "/a".repeat(LEN / 4), "/..".repeat(LEN / 6)),
+        ),
+        ("all-backslashes", rooted("\\")),
+        ("lower-case-escapes", fill("%5c")),
+        ("non-ascii", rooted("é")),
+        ("spaces", rooted(" ")),
+        ("encoded-dots", fill("/%2e%2e")),
+        ("stars", rooted("*")),
+        (
+            "query-escapes",
+            format!("/?{}", "a=%2F&".repeat((LEN - 2) / 6)),
+        ),
     ]
 }
 
