@@ -23,7 +23,9 @@
 //! `.`/`..` segments and doubled slashes resolved, and with encoded separators decoded.
 
 use super::segments::{Kept, Separators};
+use memchr::memmem::Finder;
 use std::borrow::Cow;
+use std::sync::LazyLock;
 use wide::u8x16;
 
 /// Reduces a URL, or a path, to what robots.txt rules are matched against: the path and the query,
@@ -545,9 +547,11 @@ pub fn forms(normal: &[u8]) -> impl Iterator<Item = (Form, Vec<u8>)> + '_ {
 /// normalised path writes both with upper-case hex digits). A path dense with other escapes
 /// (`%C3%A9`, again and again) costs no look at each of them.
 fn first_encoded_separator(path: &[u8]) -> Option<usize> {
+    static SLASH: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"%2F"));
+    static BACKSLASH: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"%5C"));
     memchr::memchr(b'%', path)?;
-    let slash = memchr::memmem::find(path, b"%2F");
-    let backslash = memchr::memmem::find(path, b"%5C");
+    let slash = SLASH.find(path);
+    let backslash = BACKSLASH.find(path);
     match (slash, backslash) {
         (Some(slash), Some(backslash)) => Some(slash.min(backslash)),
         (one, other) => one.or(other),

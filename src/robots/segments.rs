@@ -22,19 +22,23 @@ pub(super) struct Separators {
 }
 
 impl Separators {
+    /// Room for a path of `len` octets: its blocks, and one more for its end.
+    fn zeroed(len: usize) -> Self {
+        let blocks = len / BLOCK + 2;
+        Separators {
+            starts: zeroed_blocks(blocks),
+            encoded: zeroed_blocks(blocks),
+            dots: zeroed_blocks(blocks),
+            len,
+        }
+    }
+
     /// The `/`s of `path`.
     pub(super) fn slashes(path: &[u8]) -> Self {
-        let blocks = path.len() / BLOCK + 2;
-        let mut separators = Separators {
-            starts: SmallVec::with_capacity(blocks),
-            encoded: smallvec::smallvec![0; blocks],
-            dots: SmallVec::with_capacity(blocks),
-            len: path.len(),
-        };
-        for block in path.chunks(BLOCK) {
-            let [slashes, dots] = octet_masks(block, [b'/', b'.']);
-            separators.starts.push(slashes);
-            separators.dots.push(dots);
+        let mut separators = Separators::zeroed(path.len());
+        let blocks = separators.starts.iter_mut().zip(separators.dots.iter_mut());
+        for (block, (starts, dots)) in path.chunks(BLOCK).zip(blocks) {
+            [*starts, *dots] = octet_masks(block, [b'/', b'.']);
         }
         separators.end();
         separators
@@ -42,13 +46,7 @@ impl Separators {
 
     /// The `/`s of a normalised path and its `%2F`s and `%5C`s.
     pub(super) fn slashes_and_encoded(path: &[u8]) -> Self {
-        let blocks = path.len() / BLOCK + 2;
-        let mut separators = Separators {
-            starts: SmallVec::with_capacity(blocks),
-            encoded: SmallVec::with_capacity(blocks),
-            dots: SmallVec::with_capacity(blocks),
-            len: path.len(),
-        };
+        let mut separators = Separators::zeroed(path.len());
         for (index, block) in path.chunks(BLOCK).enumerate() {
             let [slashes, percents, dots] = octet_masks(block, [b'/', b'%', b'.']);
             // The `%`s that start a separator (the others start escapes of other octets), told
@@ -61,21 +59,22 @@ impl Separators {
                 let [f, c] = octet_masks(after(2), [b'F', b'C']);
                 percents & (two & f | five & c)
             };
-            separators.starts.push(slashes | encoded);
-            separators.encoded.push(encoded);
-            separators.dots.push(dots);
+            let places = (
+                separators.starts.get_mut(index),
+                separators.encoded.get_mut(index),
+                separators.dots.get_mut(index),
+            );
+            if let (Some(starts), Some(wide), Some(dotted)) = places {
+                (*starts, *wide, *dotted) = (slashes | encoded, encoded, dots);
+            }
         }
         separators.end();
         separators
     }
 
-    /// Pads to whole blocks and one more, and marks the end of the path as a separator that ends
-    /// the last segment (which no segment then follows: it is never read as one).
+    /// Marks the end of the path as a separator that ends the last segment (which no segment
+    /// then follows: it is never read as one).
     fn end(&mut self) {
-        let blocks = self.len / BLOCK + 2;
-        self.starts.resize(blocks, 0);
-        self.encoded.resize(blocks, 0);
-        self.dots.resize(blocks, 0);
         if let Some(block) = self.starts.get_mut(self.len / BLOCK) {
             *block |= 1 << (self.len % BLOCK);
         }
@@ -109,6 +108,17 @@ impl Separators {
     }
 }
 
+/// `blocks` zeroed blocks: a short path's (nearly every one) in place, without a loop.
+fn zeroed_blocks(blocks: usize) -> SmallVec<[u64; 8]> {
+    if blocks <= 8 {
+        let mut zeroed = SmallVec::from_buf([0; 8]);
+        zeroed.truncate(blocks);
+        zeroed
+    } else {
+        smallvec::smallvec![0; blocks]
+    }
+}
+
 /// What resolving keeps of a rooted path: runs of whole segments (each with the separator
 /// before it), alternately kept and dropped.
 pub(super) struct Kept {
@@ -139,7 +149,7 @@ impl Kept {
         let blocks = starts.len() - 1;
         let end_block = len / BLOCK;
         let end_bit = 1u64 << (len % BLOCK);
-        let mut kept: SmallVec<[u64; 8]> = smallvec::smallvec![0; blocks];
+        let mut kept = zeroed_blocks(blocks);
         // `..`s read that have not yet taken a segment back.
         let mut unmatched = 0u64;
         let mut changed = false;
