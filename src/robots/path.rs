@@ -213,23 +213,6 @@ const fn decoded_raw(in_query: bool) -> [bool; 256] {
     table
 }
 
-const RAW_IN_PATH: [bool; 256] = decoded_raw(false);
-const RAW_IN_QUERY: [bool; 256] = decoded_raw(true);
-
-/// What normalisation makes of the special octet at the start of `rest`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Rewrite {
-    /// It stays as it is, with the octets after it up to `.0` (an escape already in its normal
-    /// form, an invalid escape's `%`, a `?`, a pattern's final `$`).
-    Keep(usize),
-    /// An escape of `.0` written raw, in place of its three octets.
-    Decode(u8),
-    /// An escape of `.0` written with upper-case hex digits, in place of its three octets.
-    Upper(u8),
-    /// The octet itself written as an escape.
-    Encode(u8),
-}
-
 /// Per octet: its value as a hex digit, or 16 when it is not one.
 const HEX_DIGITS: [u8; 256] = {
     let mut table = [16; 256];
@@ -243,37 +226,14 @@ const HEX_DIGITS: [u8; 256] = {
     table
 };
 
-/// What becomes of the special octet `rest` starts with, on `side`, in the query or not.
-#[inline(always)]
-fn rewrite(rest: &[u8], side: Side, in_query: bool) -> Rewrite {
+/// How many octets stay as they are from the special octet other than `%` that `rest` starts
+/// with, on `side`: a `?`, and a pattern's final `$`; `None` when it is written as its escape.
+fn stays(rest: &[u8], side: Side) -> Option<usize> {
     match rest {
-        [b'%', high, low, ..] => {
-            let (h, l) = (
-                HEX_DIGITS[usize::from(*high)],
-                HEX_DIGITS[usize::from(*low)],
-            );
-            if (h | l) >= 16 {
-                return Rewrite::Keep(1);
-            }
-            let decoded = h << 4 | l;
-            let raw = if in_query {
-                &RAW_IN_QUERY
-            } else {
-                &RAW_IN_PATH
-            };
-            if raw[usize::from(decoded)] {
-                Rewrite::Decode(decoded)
-            } else if *high == UPPER_HEX[usize::from(h)] && *low == UPPER_HEX[usize::from(l)] {
-                Rewrite::Keep(3)
-            } else {
-                Rewrite::Upper(decoded)
-            }
-        }
-        [b'%', ..] | [b'?', ..] => Rewrite::Keep(1),
+        [b'?', ..] => Some(1),
         // Only a final `$` anchors a pattern; one anywhere else is the literal octet.
-        [b'$'] if side == Side::Pattern => Rewrite::Keep(1),
-        [byte, ..] => Rewrite::Encode(*byte),
-        [] => Rewrite::Keep(1),
+        [b'$'] if side == Side::Pattern => Some(1),
+        _ => None,
     }
 }
 
@@ -334,10 +294,7 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
             written[3] = len as u8;
             (u32::from_le_bytes(written) == translation).then_some(len)
         } else {
-            match rewrite(rest, side, false) {
-                Rewrite::Keep(len) => Some(len),
-                _ => None,
-            }
+            stays(rest, side)
         };
         match kept {
             Some(len) => {
