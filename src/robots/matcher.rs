@@ -989,30 +989,30 @@ impl GroupMatcher {
         }
         // Pieces over the octets the rest is written with are searched in one pass; the others
         // have an octet it rarely holds, which a vectorised search skips to.
-        let (dense, sparse): (SmallVec<[usize; FEW_UNSEEN]>, SmallVec<[usize; FEW_UNSEEN]>) = (0
-            ..few.len())
-            .partition(|&k| octets_of_rest.is_some_and(|alphabet| alphabet.may_hold(pieces[k])));
-        let mut sparse = sparse;
-        if dense.len() > 1 {
-            // From early enough to find an occurrence across `at` (one that ends before it has
-            // been seen by the walk).
-            let longest = dense.iter().map(|&k| pieces[k].len()).max().unwrap_or(0);
-            let rest = path
-                .get((at + 1).saturating_sub(longest)..)
-                .unwrap_or_default();
-            let needles: SmallVec<[&[u8]; FEW_UNSEEN]> = dense.iter().map(|&k| pieces[k]).collect();
-            match find_few(&needles, rest) {
-                Some(found) => {
-                    for (bit, &k) in dense.iter().enumerate() {
-                        if found >> bit & 1 == 1 {
-                            self.see(few[k] as usize, seen, firsts, cursors);
-                        }
+        let (dense, mut sparse): (SmallVec<[usize; FEW_UNSEEN]>, SmallVec<[usize; FEW_UNSEEN]>) =
+            (0..few.len()).partition(|&k| {
+                octets_of_rest.is_some_and(|alphabet| alphabet.may_hold(pieces[k]))
+            });
+        // From early enough to find an occurrence across `at` (one that ends before it has been
+        // seen by the walk).
+        let longest = dense.iter().map(|&k| pieces[k].len()).max().unwrap_or(0);
+        let rest = path
+            .get((at + 1).saturating_sub(longest)..)
+            .unwrap_or_default();
+        let needles: SmallVec<[&[u8]; FEW_UNSEEN]> = dense.iter().map(|&k| pieces[k]).collect();
+        // Alone, a piece costs less searched by itself.
+        match (dense.len() > 1)
+            .then(|| find_few(&needles, rest))
+            .flatten()
+        {
+            Some(found) => {
+                for (bit, &k) in dense.iter().enumerate() {
+                    if found >> bit & 1 == 1 {
+                        self.see(few[k] as usize, seen, firsts, cursors);
                     }
                 }
-                None => sparse.extend(dense),
             }
-        } else {
-            sparse.extend(dense);
+            None => sparse.extend(dense),
         }
         for k in sparse {
             let needle = pieces[k];

@@ -500,19 +500,23 @@ pub fn forms(normal: &[u8]) -> impl Iterator<Item = (Form, Vec<u8>)> + '_ {
         .chain(decoded.map(|d| (Form::Decoded, d)))
 }
 
-/// Where the first encoded separator of `path` is, if it has one: two vectorised searches (a
-/// normalised path writes both with upper-case hex digits). A path dense with other escapes
-/// (`%C3%A9`, again and again) costs no look at each of them.
-fn first_encoded_separator(path: &[u8]) -> Option<usize> {
+/// Whether `path` has an encoded separator: at most two vectorised searches (a normalised path
+/// writes both with upper-case hex digits), after one for a `%` that nearly every path lacks. A
+/// path dense with other escapes (`%C3%A9`, again and again) costs no look at each of them.
+fn has_encoded_separator(path: &[u8]) -> bool {
     static SLASH: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"%2F"));
     static BACKSLASH: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"%5C"));
-    memchr::memchr(b'%', path)?;
-    let slash = SLASH.find(path);
-    let backslash = BACKSLASH.find(path);
-    match (slash, backslash) {
-        (Some(slash), Some(backslash)) => Some(slash.min(backslash)),
-        (one, other) => one.or(other),
-    }
+    memchr::memchr(b'%', path).is_some()
+        && (SLASH.find(path).is_some() || BACKSLASH.find(path).is_some())
+}
+
+/// `path` with a `/` before it: a first segment without its separator resolves as if it had
+/// one (`a/../b` is `/b`).
+fn rooted(path: &[u8]) -> Vec<u8> {
+    let mut rooted = Vec::with_capacity(path.len() + 1);
+    rooted.push(b'/');
+    rooted.extend_from_slice(path);
+    rooted
 }
 
 /// [`Form::Decoded`] of a normalised path: `%2F` and `%5C` in the path read as `/`, then
@@ -523,14 +527,13 @@ fn first_encoded_separator(path: &[u8]) -> Option<usize> {
 fn decoded_form(normal: &[u8]) -> Option<Vec<u8>> {
     let end = memchr::memchr(b'?', normal).unwrap_or(normal.len());
     let (path, query) = normal.split_at(end);
-    first_encoded_separator(path)?;
+    if !has_encoded_separator(path) {
+        return None;
+    }
     let separators = Separators::slashes_and_encoded(path);
     if !separators.rooted() {
-        // A first segment without its separator resolves as if it had one (`a%2F..%2Fb` is
-        // `/b`); unresolved, it stays as it is.
-        let mut rooted = Vec::with_capacity(path.len() + 1);
-        rooted.push(b'/');
-        rooted.extend_from_slice(path);
+        // Resolved as if rooted (`a%2F..%2Fb` is `/b`); unresolved, it stays as it is.
+        let rooted = rooted(path);
         let rooted_separators = Separators::slashes_and_encoded(&rooted);
         let kept = Kept::of(&rooted_separators);
         if !kept.changed {
@@ -641,11 +644,7 @@ const SHORT_PATH: usize = 512;
 /// runs ([`Kept`]). `None` when it keeps every segment: nothing to resolve.
 fn resolve(path: &[u8]) -> Option<Vec<u8>> {
     if path.first() != Some(&b'/') {
-        // A first segment without its `/` resolves as if it had one (`a/../b` is `/b`).
-        let mut rooted = Vec::with_capacity(path.len() + 1);
-        rooted.push(b'/');
-        rooted.extend_from_slice(path);
-        return resolve(&rooted);
+        return resolve(&rooted(path));
     }
     let kept = Kept::of(&Separators::slashes(path));
     if !kept.changed {
