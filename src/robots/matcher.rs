@@ -74,7 +74,7 @@ impl CompiledGlob {
     /// Whether the glob matches `path`. Taking each inner piece at its earliest place after the
     /// previous one is never wrong for `*`-only patterns: a later place leaves less room for the
     /// pieces after it. Linear in the path.
-    fn matches(&self, path: &[u8], finders: &[Finder<'static>]) -> bool {
+    fn matches(&self, path: &[u8], finders: &[Finder<'static>], lookups: &mut Lookups) -> bool {
         let last = self.last.as_deref().unwrap_or_default();
         if path.len() < self.min_len
             || !same(&path[..self.first.len()], &self.first)
@@ -88,12 +88,99 @@ impl CompiledGlob {
             let Some(finder) = finders.get(piece as usize) else {
                 return false;
             };
-            match path.get(at..end).and_then(|rest| find(rest, finder)) {
-                Some(found) => at += found + finder.needle().len(),
-                None => return false,
+            let len = finder.needle().len();
+            let found = if end - at > LONG_STRETCH {
+                // The first place from `at` on: if it does not end by `end`, no later one does.
+                lookups.next(piece, finder, path, at)
+            } else {
+                path.get(at..end)
+                    .and_then(|rest| find(rest, finder))
+                    .map(|found| found + at)
+            };
+            match found {
+                Some(found) if found + len <= end => at = found + len,
+                _ => return false,
             }
         }
         true
+    }
+}
+
+/// The stretch of a path from which [`CompiledGlob::matches`] asks [`Lookups`] where a piece is.
+const LONG_STRETCH: usize = 1024;
+
+/// What the glob checks of one query have found out about a long path, so that a stretch is
+/// searched for a piece at most once whatever the number of globs that ask. On a long path of
+/// common octets a search that finds nothing reads every octet of it, at a candidate nearly every
+/// octet, and dozens of globs may fail on pieces that are not there.
+#[derive(Default)]
+struct Lookups {
+    /// Per inner piece searched for (at most [`LOOKUPS`]): where from, and where it was found
+    /// first from there ([`NOWHERE`]: not at all).
+    found: SmallVec<[(u32, usize, usize); 8]>,
+    /// The searches that found nothing.
+    misses: usize,
+    /// The path's octet pairs from an octet on, once [`PAIRS_AFTER_MISSES`] searches found
+    /// nothing or a checkpoint narrowed the pieces down by them: a piece with a pair the path
+    /// lacks is not there, told at no cost of a search.
+    pairs: Option<(usize, Pairs)>,
+}
+
+/// The most pieces [`Lookups`] remembers.
+const LOOKUPS: usize = 64;
+
+/// [`Lookups`]' mark of a piece not found.
+const NOWHERE: usize = usize::MAX;
+
+/// The searches that must find nothing before [`Lookups`] reads the path's pairs (which costs
+/// about as much as a few searches).
+const PAIRS_AFTER_MISSES: usize = 2;
+
+impl Lookups {
+    /// The first place of the inner piece `piece` (searched for by `finder`) in `path` from `at`.
+    fn next(&mut self, piece: u32, finder: &Finder<'_>, path: &[u8], at: usize) -> Option<usize> {
+        let known = self.found.iter().find(|&&(known, from, found)| {
+            known == piece && from <= at && (found == NOWHERE || found >= at)
+        });
+        if let Some(&(_, _, found)) = known {
+            return (found != NOWHERE).then_some(found);
+        }
+        if self.pairs.is_some() && !self.pairs_from(path, at).may_hold(finder.needle()) {
+            return None;
+        }
+        let found = path
+            .get(at..)
+            .and_then(|rest| find(rest, finder))
+            .map(|found| found + at);
+        if found.is_none() {
+            self.misses += 1;
+            if self.misses >= PAIRS_AFTER_MISSES {
+                self.pairs_from(path, at);
+            }
+        }
+        let entry = (piece, at, found.unwrap_or(NOWHERE));
+        let room = self.found.len() < LOOKUPS;
+        match self.found.iter_mut().find(|(known, ..)| *known == piece) {
+            Some(slot) => *slot = entry,
+            None if room => self.found.push(entry),
+            None => {}
+        }
+        found
+    }
+
+    /// The octet pairs of `path` from `from` on: read the first time they are asked for, and
+    /// then only extended to earlier octets.
+    fn pairs_from(&mut self, path: &[u8], from: usize) -> &Pairs {
+        let (read_from, pairs) = self
+            .pairs
+            .get_or_insert_with(|| (from, Pairs::of(path.get(from..).unwrap_or_default())));
+        if from < *read_from {
+            // To one octet past, for the pair across.
+            let to = path.len().min(*read_from + 1);
+            pairs.add(path.get(from..to).unwrap_or_default());
+            *read_from = from;
+        }
+        pairs
     }
 }
 
@@ -318,14 +405,18 @@ impl PieceAutomaton {
 enum Unseen {
     /// None: the rest of the path cannot change the answer.
     None,
-    /// A few, to look for one by one.
+    /// A few, to look for in the rest of the path ([`GroupMatcher::search_rest`]).
     Few(SmallVec<[u32; FEW_UNSEEN]>),
-    /// Too many to look for one by one: the scan goes on.
+    /// Too many to look for: the scan goes on.
     Many,
 }
 
-/// The most unseen pieces a checkpoint looks for one by one in the rest of the path.
-const FEW_UNSEEN: usize = 8;
+/// The most unseen pieces a checkpoint looks for in the rest of the path: as many as fit one
+/// pass of [`find_few`] when they are short.
+const FEW_UNSEEN: usize = 16;
+
+/// The most pieces a checkpoint looks for one by one, each with a search of its own.
+const SEARCHED_ONE_BY_ONE: usize = 8;
 
 /// The octets of the rest of the path [`GroupMatcher::narrow`] reads before it tells whether
 /// narrowing helps: if more than a few pieces still may be there, more octets only let more in.
@@ -676,10 +767,12 @@ fn ids<'s>(strings: impl Iterator<Item = &'s [u8]>) -> (Vec<&'s [u8]>, HashMap<&
     (sorted, id)
 }
 
-/// Lists of candidate globs, each sorted best first: the glob checked next is the best head.
+/// Lists of candidate globs, each sorted best first: the glob checked next is the best head; and
+/// what checking them has found out about the path.
 struct Cursors {
     /// `(next, end)` ranges of [`GroupMatcher::lists`].
     ranges: SmallVec<[(u32, u32); 16]>,
+    lookups: Lookups,
 }
 
 impl GroupMatcher {
@@ -888,6 +981,7 @@ impl GroupMatcher {
         }
         let mut cursors = Cursors {
             ranges: SmallVec::new(),
+            lookups: Lookups::default(),
         };
         for &first in &firsts {
             if let Some(literal) = self.literals.get(first as usize) {
@@ -993,6 +1087,9 @@ impl GroupMatcher {
             (0..few.len()).partition(|&k| {
                 octets_of_rest.is_some_and(|alphabet| alphabet.may_hold(pieces[k]))
             });
+        if sparse.len() > SEARCHED_ONE_BY_ONE {
+            return Heard::Known;
+        }
         // From early enough to find an occurrence across `at` (one that ends before it has been
         // seen by the walk).
         let longest = dense.iter().map(|&k| pieces[k].len()).max().unwrap_or(0);
@@ -1012,6 +1109,7 @@ impl GroupMatcher {
                     }
                 }
             }
+            None if sparse.len() + dense.len() > SEARCHED_ONE_BY_ONE => return Heard::Known,
             None => sparse.extend(dense),
         }
         for k in sparse {
@@ -1061,7 +1159,7 @@ impl GroupMatcher {
                 if glob.position >= bound {
                     return None;
                 }
-                if glob.matches(path, &self.finders) {
+                if glob.matches(path, &self.finders, &mut cursors.lookups) {
                     return Some(glob.position);
                 }
                 if let Some(&id) = head(&(next + 1, end)) {
@@ -1081,7 +1179,7 @@ impl GroupMatcher {
             if glob.position >= bound {
                 return None;
             }
-            if glob.matches(path, &self.finders) {
+            if glob.matches(path, &self.finders, &mut cursors.lookups) {
                 return Some(glob.position);
             }
             if let Some(range) = cursors.ranges.get_mut(at) {
@@ -1130,38 +1228,73 @@ impl GroupMatcher {
     ) -> Heard {
         let longest = self.pieces.as_ref().map_or(0, PieceAutomaton::longest);
         // From early enough to hold an occurrence across `at`.
-        let rest = path
-            .get((at + 1).saturating_sub(longest)..)
+        let from = (at + 1).saturating_sub(longest);
+        let rest = path.get(from..).unwrap_or_default();
+        let known = cursors.lookups.pairs.as_ref();
+        let unseen = match known.filter(|(read_from, _)| *read_from <= from) {
+            // The pairs glob checks have read: from before the rest, at no more cost.
+            Some((_, pairs)) => {
+                self.unseen_that_could_beat(seen, firsts, bound, Some(Narrowing::Pairs(pairs)))
+            }
+            None => match self.narrowed_by_first_look(rest, bound, seen, firsts) {
+                Ok(mut pairs) => {
+                    let first_look = rest.len().min(NARROW_FIRST_LOOK);
+                    // One octet back, for the pair across the two stretches.
+                    pairs.add(rest.get(first_look.saturating_sub(1)..).unwrap_or_default());
+                    let narrowing = Some(Narrowing::Pairs(&pairs));
+                    let unseen = self.unseen_that_could_beat(seen, firsts, bound, narrowing);
+                    if cursors.lookups.pairs.is_none() {
+                        cursors.lookups.pairs = Some((from, pairs));
+                    }
+                    unseen
+                }
+                Err(heard) => return heard,
+            },
+        };
+        match unseen {
+            Unseen::None => Heard::Stop,
+            Unseen::Few(few) => {
+                // Which pieces are over the octets the rest is written with.
+                let octets = Alphabet::of(rest);
+                self.search_rest(&few, at, path, octets.as_ref(), seen, firsts, cursors)
+            }
+            Unseen::Many => Heard::Known,
+        }
+    }
+
+    /// The first look of [`GroupMatcher::narrow`] at the rest of a path: the pairs of its first
+    /// [`NARROW_FIRST_LOOK`] octets, or what the walk is to do when they tell already that
+    /// narrowing cannot help ([`Heard::Known`]: too many pieces may be there), or that the rest
+    /// cannot change the answer ([`Heard::Stop`], by its few octets).
+    fn narrowed_by_first_look(
+        &self,
+        rest: &[u8],
+        bound: u32,
+        seen: &[u64],
+        firsts: &[u32],
+    ) -> Result<Pairs, Heard> {
+        let first_look = rest
+            .get(..rest.len().min(NARROW_FIRST_LOOK))
             .unwrap_or_default();
-        let first_look = rest.len().min(NARROW_FIRST_LOOK);
-        let mut pairs = Pairs::of(rest.get(..first_look).unwrap_or_default());
+        let pairs = Pairs::of(first_look);
         let narrowing = Some(Narrowing::Pairs(&pairs));
         if let Unseen::Many = self.unseen_that_could_beat(seen, firsts, bound, narrowing) {
-            return Heard::Known;
+            return Err(Heard::Known);
         }
         // A rest over a few octets, when none of them makes a piece that matters, is told at less
         // cost than by its pairs. The first look's octets are some of the rest's: if they make
         // one, so do the rest's.
-        let first_octets = Alphabet::of(rest.get(..first_look).unwrap_or_default());
         let rules_out = |alphabet: &Alphabet| {
             let narrowing = Some(Narrowing::Octets(alphabet));
             let unseen = self.unseen_that_could_beat(seen, firsts, bound, narrowing);
             matches!(unseen, Unseen::None)
         };
-        if first_octets.as_ref().is_some_and(rules_out)
+        if Alphabet::of(first_look).as_ref().is_some_and(rules_out)
             && Alphabet::of(rest).as_ref().is_some_and(rules_out)
         {
-            return Heard::Stop;
+            return Err(Heard::Stop);
         }
-        // One octet back, for the pair across the two stretches.
-        pairs.add(rest.get(first_look.saturating_sub(1)..).unwrap_or_default());
-        match self.unseen_that_could_beat(seen, firsts, bound, Some(Narrowing::Pairs(&pairs))) {
-            Unseen::None => Heard::Stop,
-            Unseen::Few(few) => {
-                self.search_rest(&few, at, path, first_octets.as_ref(), seen, firsts, cursors)
-            }
-            Unseen::Many => Heard::Known,
-        }
+        Ok(pairs)
     }
 
     /// The pieces not in `seen` that have a glob filed under one of `firsts` (sorted) that comes
@@ -1376,6 +1509,56 @@ mod tests {
         assert!(!glob("/*ab*ab$", "/ab"));
         assert!(!glob("/*aba$", "/ab"));
         assert!(glob("*.gif$", "/x.gif"));
+    }
+
+    /// On a long path, a glob that looks for a piece after where an earlier glob found it is told
+    /// of the next place, not the one remembered: `/xxxx*rr*q` has no `q` after its `rr`, though
+    /// `/xxxx*q*zz*w`, checked first, found one before it.
+    #[test]
+    fn globs_on_a_long_path_look_for_a_piece_from_where_they_are() {
+        let mut path = b"/xxxx".to_vec();
+        path.resize(4000, b'a');
+        for (at, piece) in [(100, "q"), (2000, "rr"), (3500, "zz")] {
+            path[at..at + piece.len()].copy_from_slice(piece.as_bytes());
+        }
+        let rules = [(false, "/xxxx*q*zz*w"), (false, "/xxxx*rr*q")];
+        let matcher = GroupMatcher::build(prepared(&rules), &mut Vec::new());
+        assert_eq!(matcher.decide(&path, None), None);
+        path[3000] = b'q';
+        let found = matcher.decide(&path, None).map(|found| found.rule);
+        assert_eq!(found, Some(1));
+    }
+
+    /// What [`Lookups`] answers is what a search from the asked octet finds, in any order of
+    /// asking and whether its pairs were read before (from a later octet, as a checkpoint reads
+    /// them) or after the searches that found nothing.
+    #[test]
+    fn lookups_answer_as_a_search_from_where_they_are_asked() {
+        let mut path = vec![b'a'; 4000];
+        for (at, octet) in [(50, b'b'), (100, b'q'), (1500, b'q'), (3000, b'q')] {
+            path[at] = octet;
+        }
+        let pieces: [&[u8]; 5] = [b"q", b"qa", b"aq", b"zz", b"ab"];
+        let finders: Vec<Finder<'static>> = pieces
+            .iter()
+            .map(|piece| Finder::new(piece).into_owned())
+            .collect();
+        let ats = [0, 5, 99, 100, 101, 1499, 1501, 2999, 3001, 40, 60, 0, 3999];
+        for pairs_first in [None, Some(600), Some(0)] {
+            for order in [ats.to_vec(), ats.iter().rev().copied().collect()] {
+                let mut lookups = Lookups::default();
+                if let Some(from) = pairs_first {
+                    lookups.pairs_from(&path, from);
+                }
+                for &at in &order {
+                    for (piece, finder) in finders.iter().enumerate() {
+                        let want = memchr::memmem::find(&path[at..], pieces[piece]);
+                        let got = lookups.next(piece as u32, finder, &path, at);
+                        assert_eq!(got, want.map(|found| found + at), "{piece} from {at}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

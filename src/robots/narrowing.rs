@@ -46,7 +46,7 @@ impl Pairs {
     }
 
     /// Whether `piece` may be in the text: every pair of it may be.
-    fn may_hold(&self, piece: &[u8]) -> bool {
+    pub(super) fn may_hold(&self, piece: &[u8]) -> bool {
         piece
             .windows(2)
             .all(|pair| self.0[Self::slot(pair[0], pair[1])])

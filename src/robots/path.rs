@@ -287,12 +287,14 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
         let kept = if rest.first() == Some(&b'%') {
             // An escape stays when its translation is what is written (or it is invalid).
             let (translation, len) = escape_translation(bytes, found, in_query(found));
-            let mut written = [0u8; 4];
-            if let (Some(head), Some(octets)) = (written.get_mut(..len), rest.get(..len)) {
-                head.copy_from_slice(octets);
-            }
-            written[3] = len as u8;
-            (u32::from_le_bytes(written) == translation).then_some(len)
+            // Compared at a fixed length: a copy of `len` octets to compare as a word would be
+            // a call, and a load that waits on its stores.
+            let [first, second, third, written] = translation.to_le_bytes();
+            let same = match len {
+                3 => rest.first_chunk::<3>() == Some(&[first, second, third]),
+                _ => rest.first() == Some(&first),
+            };
+            (usize::from(written) == len && same).then_some(len)
         } else {
             stays(rest, side)
         };
