@@ -238,11 +238,6 @@ fn stays(rest: &[u8], side: Side) -> Option<usize> {
 }
 
 fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
-    let special = match side {
-        Side::Path => &PATH_SPECIAL,
-        Side::Pattern => &PATTERN_SPECIAL,
-    };
-    let is_special = |b: &u8| special[usize::from(*b)];
     // The special octets of the sixteen from `base`, a bit each (plain padding past the end).
     let specials_from = |base: usize| {
         let window = bytes.get(base..).unwrap_or_default();
@@ -306,9 +301,8 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
             None => break found,
         }
     };
-    // From the first octet that changes on, every octet is written from a table of what it
-    // becomes (itself, or its escape), with no branch on what it is but for `%`: a path may be
-    // dense with octets to encode, and the cost per octet stays the same.
+    // From the first octet that changes on, every octet is written as what it becomes: itself,
+    // or its escape (from a table).
     let translations = match side {
         Side::Path => &PATH_TRANSLATIONS,
         Side::Pattern => &PATTERN_TRANSLATIONS,
@@ -323,24 +317,106 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
         written.copy_from_slice(head);
     }
     let (mut written, mut at) = (first, first);
+    // Writes the octet at `at` (its escape, when it starts one) and moves on past it.
+    let mut write_one = |out: &mut [u8], written: &mut usize, at: &mut usize| {
+        let Some(&octet) = bytes.get(*at) else {
+            return;
+        };
+        let translation = if octet == b'%' {
+            let (translation, len) = escape_translation(bytes, *at, in_query(*at));
+            *at += len;
+            translation
+        } else {
+            *at += 1;
+            translations[usize::from(octet)]
+        };
+        if let Some(slot) = out
+            .get_mut(*written..)
+            .and_then(|rest| rest.first_chunk_mut::<4>())
+        {
+            *slot = translation.to_le_bytes();
+        }
+        *written += (translation >> 24) as usize;
+    };
+    // Sixteen octets at a time: those with few special octets have the plain octets between
+    // them copied in runs of at most sixteen, each one fixed-size move. Once sixteen have more,
+    // octets are written eight at a time ([`write_dense`]) until eight plain ones come.
     while at < end {
-        // Eight plain octets are copied as they are; eight with a special one are written one by
-        // one (an escape may take the last past them).
-        let eight = bytes.get(at..end).and_then(|rest| rest.first_chunk::<8>());
-        if let Some(eight) = eight.filter(|eight| !eight.iter().any(is_special)) {
+        let sixteen = bytes.get(at..end).and_then(|rest| rest.first_chunk::<16>());
+        let Some(mut specials) = sixteen
+            .map(|sixteen| special_lanes(*sixteen, side))
+            .filter(|specials| specials.count_ones() <= SPARSE_SPECIALS)
+        else {
+            write_dense(
+                &mut out,
+                (&mut written, &mut at),
+                end,
+                bytes,
+                side,
+                &mut write_one,
+            );
+            continue;
+        };
+        let (base, chunk_end) = (at, at + 16);
+        while specials != 0 {
+            let found = base + specials.trailing_zeros() as usize;
+            specials &= specials - 1;
+            if found < at {
+                // Inside an escape already written.
+                continue;
+            }
+            copy_run(&mut out, &mut written, bytes, at, found);
+            at = found;
+            write_one(&mut out, &mut written, &mut at);
+        }
+        if at < chunk_end {
+            copy_run(&mut out, &mut written, bytes, at, chunk_end);
+            at = chunk_end;
+        }
+    }
+    out.truncate(written);
+    if anchored {
+        out.push(b'$');
+    }
+    Cow::Owned(out)
+}
+
+/// Writes octets from `*at` for [`normalize_side`] eight at a time, until eight plain ones have
+/// been copied or `end` is reached. Eight with no `%` are written from the table of what each
+/// becomes (itself, or its escape) with no branch on what each is, as a path dense with octets
+/// to encode has them; eight with a `%` one by one with `write_one` (an escape may take the last
+/// past them).
+#[inline(always)]
+fn write_dense(
+    out: &mut [u8],
+    (written, at): (&mut usize, &mut usize),
+    end: usize,
+    bytes: &[u8],
+    side: Side,
+    write_one: &mut impl FnMut(&mut [u8], &mut usize, &mut usize),
+) {
+    let (special, translations) = match side {
+        Side::Path => (&PATH_SPECIAL, &PATH_TRANSLATIONS),
+        Side::Pattern => (&PATTERN_SPECIAL, &PATTERN_TRANSLATIONS),
+    };
+    let (mut put_at, mut read_at) = (*written, *at);
+    while read_at < end {
+        let eight = bytes
+            .get(read_at..end)
+            .and_then(|rest| rest.first_chunk::<8>());
+        if let Some(eight) = eight.filter(|eight| !eight.iter().any(|&b| special[usize::from(b)])) {
             if let Some(slot) = out
-                .get_mut(written..)
+                .get_mut(put_at..)
                 .and_then(|rest| rest.first_chunk_mut::<8>())
             {
                 *slot = *eight;
             }
-            (written, at) = (written + 8, at + 8);
-            continue;
+            (put_at, read_at) = (put_at + 8, read_at + 8);
+            break;
         }
-        // Eight with no `%` (the common case of a path dense with octets to encode) are
-        // written from the table into the next 32 octets of `out`, one bounds check for all.
+        // Into the next 32 octets of `out`, one bounds check for all.
         let room = out
-            .get_mut(written..)
+            .get_mut(put_at..)
             .and_then(|rest| rest.first_chunk_mut::<32>());
         if let (Some(eight), Some(room)) = (eight.filter(|eight| !eight.contains(&b'%')), room) {
             let mut put = 0;
@@ -351,33 +427,42 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
                 }
                 put += (translation >> 24) as usize & 3;
             }
-            (written, at) = (written + put, at + 8);
+            (put_at, read_at) = (put_at + put, read_at + 8);
             continue;
         }
-        let group_end = end.min(at + 8);
-        while let Some(&octet) = bytes.get(at).filter(|_| at < group_end) {
-            let translation = if octet == b'%' {
-                let (translation, len) = escape_translation(bytes, at, in_query(at));
-                at += len;
-                translation
-            } else {
-                at += 1;
-                translations[usize::from(octet)]
-            };
-            if let Some(slot) = out
-                .get_mut(written..)
-                .and_then(|rest| rest.first_chunk_mut::<4>())
-            {
-                *slot = translation.to_le_bytes();
-            }
-            written += (translation >> 24) as usize;
+        let group_end = end.min(read_at + 8);
+        while read_at < group_end {
+            write_one(out, &mut put_at, &mut read_at);
         }
     }
-    out.truncate(written);
-    if anchored {
-        out.push(b'$');
+    (*written, *at) = (put_at, read_at);
+}
+
+/// The most special octets in sixteen that [`normalize_side`] writes one by one between copied
+/// runs of plain ones; with more, it writes every octet from its table.
+const SPARSE_SPECIALS: u32 = 4;
+
+/// Appends `bytes[from..to]` (at most sixteen octets) to `out` at `written`, with one
+/// sixteen-octet move when there are sixteen to read: a call to `memcpy` costs more than a run
+/// this short. `out` has room for sixteen more.
+#[inline(always)]
+fn copy_run(out: &mut [u8], written: &mut usize, bytes: &[u8], from: usize, to: usize) {
+    let len = to.saturating_sub(from);
+    let source = bytes.get(from..).and_then(|rest| rest.first_chunk::<16>());
+    let slot = out
+        .get_mut(*written..)
+        .and_then(|rest| rest.first_chunk_mut::<16>());
+    match (source, slot) {
+        (Some(source), Some(slot)) => *slot = *source,
+        _ => {
+            if let (Some(slot), Some(source)) =
+                (out.get_mut(*written..*written + len), bytes.get(from..to))
+            {
+                slot.copy_from_slice(source);
+            }
+        }
     }
-    Cow::Owned(out)
+    *written += len;
 }
 
 /// What [`normalize_side`] writes for the `%` at `at`, and how many octets it stands for: an

@@ -122,10 +122,8 @@ fn zeroed_blocks(blocks: usize) -> SmallVec<[u64; 8]> {
 /// What resolving keeps of a rooted path: runs of whole segments (each with the separator
 /// before it), alternately kept and dropped.
 pub(super) struct Kept {
-    /// Where a kept run and a dropped one meet, in order.
-    edges: SmallVec<[usize; 8]>,
-    /// Whether the run at the start of the path is kept.
-    first_kept: bool,
+    /// The kept octets, a bit each in blocks of [`BLOCK`].
+    octets: SmallVec<[u64; 8]>,
     /// Whether any segment is dropped.
     pub(super) changed: bool,
     /// Whether the last segment is dropped: what is kept then names a directory, and is written
@@ -197,48 +195,42 @@ impl Kept {
         // Spread each kept mark over its segment: added to itself in a mask that also holds every
         // octet that starts no segment, it carries up to the next separator, which stops it
         // unless it is kept too.
-        let mut edges = SmallVec::new();
         let mut carry = 0u64;
-        let mut before = 0u64;
-        let mut first_kept = false;
-        for (index, (&marks, &s)) in kept.iter().zip(starts.iter()).enumerate() {
-            let continues = !s | marks;
-            let (sum, over) = continues.overflowing_add(marks);
+        for (marks, &s) in kept.iter_mut().zip(starts.iter()) {
+            let continues = !s | *marks;
+            let (sum, over) = continues.overflowing_add(*marks);
             let (sum, over_too) = sum.overflowing_add(carry);
-            let carried = sum ^ continues ^ marks;
-            let octets = marks | carried & !(s & !marks);
+            let carried = sum ^ continues ^ *marks;
+            *marks |= carried & !(s & !*marks);
             carry = u64::from(over | over_too);
-            if index == 0 {
-                first_kept = octets & 1 == 1;
-                before = octets & 1;
-            }
-            let mut changes = octets ^ (octets << 1 | before);
-            before = octets >> (BLOCK - 1);
-            while changes != 0 {
-                let at = index * BLOCK + changes.trailing_zeros() as usize;
-                changes &= changes - 1;
-                edges.push(at.min(len));
-            }
         }
         Kept {
-            edges,
-            first_kept,
+            octets: kept,
             changed,
             dropped_last: dropped_last.unwrap_or(false),
             len,
         }
     }
 
-    /// Calls `write` with each kept run of octets, `(from, to)`, in order.
+    /// Calls `write` with each kept run of octets, `(from, to)`, in order: where the kept
+    /// octets' mask changes, found a block at a time.
     pub(super) fn runs(&self, mut write: impl FnMut(usize, usize)) {
-        let (mut kept, mut from) = (self.first_kept, 0);
-        for &edge in &self.edges {
-            if kept && edge > from {
-                write(from, edge);
+        let mut start = None;
+        let mut before = 0u64;
+        for (index, &octets) in self.octets.iter().enumerate() {
+            let mut changes = octets ^ (octets << 1 | before);
+            before = octets >> (BLOCK - 1);
+            while changes != 0 {
+                let at = (index * BLOCK + changes.trailing_zeros() as usize).min(self.len);
+                changes &= changes - 1;
+                match start.take() {
+                    Some(from) if at > from => write(from, at),
+                    Some(_) => {}
+                    None => start = Some(at),
+                }
             }
-            (kept, from) = (!kept, edge);
         }
-        if kept && self.len > from {
+        if let Some(from) = start.filter(|&from| self.len > from) {
             write(from, self.len);
         }
     }
