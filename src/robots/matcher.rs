@@ -124,6 +124,8 @@ struct Lookups {
     /// nothing or a checkpoint narrowed the pieces down by them: a piece with a pair the path
     /// lacks is not there, told at no cost of a search.
     pairs: Option<(usize, Pairs)>,
+    /// Whether `pairs` were read of another form of the path (a superset of its own).
+    inherited: bool,
 }
 
 /// The most pieces [`Lookups`] remembers.
@@ -155,6 +157,10 @@ impl Lookups {
         if found.is_none() {
             self.misses += 1;
             if self.misses >= PAIRS_AFTER_MISSES {
+                if self.inherited {
+                    // This path's own, which may rule out more.
+                    (self.pairs, self.inherited) = (None, false);
+                }
                 self.pairs_from(path, at);
             }
         }
@@ -181,6 +187,34 @@ impl Lookups {
             *read_from = from;
         }
         pairs
+    }
+}
+
+/// The octet pairs of a path from an octet on, as a query read them, for the next query of a path
+/// whose pairs are among them: the same path for another group, or its resolved form (see
+/// [`PathPairs::for_resolved`]). A long path's pairs are then read once, not once a query.
+#[derive(Default)]
+pub struct PathPairs {
+    pairs: Option<(usize, Pairs)>,
+    /// Whether they were read of another form of the path.
+    inherited: bool,
+}
+
+impl PathPairs {
+    /// The pairs for the resolved form of the path they were read of. Resolving only drops
+    /// segments (each with the separator before it), and may add a `/` before the path or after
+    /// what it keeps: every pair of the resolved form from an octet on is a pair of the path from
+    /// the octet before on (the last octet of a kept segment was followed by a `/` there too),
+    /// but for the added `/` before the query's `?`. A superset is all narrowing asks.
+    pub fn for_resolved(self) -> PathPairs {
+        let pairs = self.pairs.map(|(from, mut pairs)| {
+            pairs.add(b"/?");
+            (from + 1, pairs)
+        });
+        PathPairs {
+            inherited: pairs.is_some(),
+            pairs,
+        }
     }
 }
 
@@ -952,6 +986,17 @@ impl GroupMatcher {
 
     /// The best rule for `path` (normalised) whose key is above `floor`, if any matches.
     pub fn decide(&self, path: &[u8], floor: Option<Key>) -> Option<Found> {
+        self.decide_noting(path, floor, &mut PathPairs::default())
+    }
+
+    /// [`GroupMatcher::decide`], with the octet pairs `pairs` holds of `path` (read by an earlier
+    /// query), and leaving there those it holds after.
+    pub fn decide_noting(
+        &self,
+        path: &[u8],
+        floor: Option<Key>,
+        pairs: &mut PathPairs,
+    ) -> Option<Found> {
         // Positions before `bound` are the rules that beat `floor`, then the best found so far.
         let limit = match floor {
             Some(floor) => self.keys.partition_point(|&key| key > floor),
@@ -981,7 +1026,11 @@ impl GroupMatcher {
         }
         let mut cursors = Cursors {
             ranges: SmallVec::new(),
-            lookups: Lookups::default(),
+            lookups: Lookups {
+                pairs: pairs.pairs.take(),
+                inherited: pairs.inherited,
+                ..Lookups::default()
+            },
         };
         for &first in &firsts {
             if let Some(literal) = self.literals.get(first as usize) {
@@ -1039,6 +1088,7 @@ impl GroupMatcher {
         if let Some(position) = self.first_matching(&mut cursors, path, bound) {
             bound = position;
         }
+        (pairs.pairs, pairs.inherited) = (cursors.lookups.pairs.take(), cursors.lookups.inherited);
         self.found(bound, limit)
     }
 
@@ -1230,12 +1280,21 @@ impl GroupMatcher {
         // From early enough to hold an occurrence across `at`.
         let from = (at + 1).saturating_sub(longest);
         let rest = path.get(from..).unwrap_or_default();
-        let known = cursors.lookups.pairs.as_ref();
-        let unseen = match known.filter(|(read_from, _)| *read_from <= from) {
-            // The pairs glob checks have read: from before the rest, at no more cost.
-            Some((_, pairs)) => {
-                self.unseen_that_could_beat(seen, firsts, bound, Some(Narrowing::Pairs(pairs)))
+        // The pairs glob checks or an earlier query have read, at little more cost. Those of
+        // another form of the path are a superset: when they do not rule every piece out, this
+        // path's own may.
+        let mut known = None;
+        if cursors.lookups.pairs.is_some() {
+            let inherited = cursors.lookups.inherited;
+            let pairs = cursors.lookups.pairs_from(path, from);
+            let narrowing = Some(Narrowing::Pairs(pairs));
+            let unseen = self.unseen_that_could_beat(seen, firsts, bound, narrowing);
+            if !inherited || matches!(unseen, Unseen::None) {
+                known = Some(unseen);
             }
+        }
+        let unseen = match known {
+            Some(unseen) => unseen,
             None => match self.narrowed_by_first_look(rest, bound, seen, firsts) {
                 Ok(mut pairs) => {
                     let first_look = rest.len().min(NARROW_FIRST_LOOK);
@@ -1243,8 +1302,9 @@ impl GroupMatcher {
                     pairs.add(rest.get(first_look.saturating_sub(1)..).unwrap_or_default());
                     let narrowing = Some(Narrowing::Pairs(&pairs));
                     let unseen = self.unseen_that_could_beat(seen, firsts, bound, narrowing);
-                    if cursors.lookups.pairs.is_none() {
+                    if cursors.lookups.pairs.is_none() || cursors.lookups.inherited {
                         cursors.lookups.pairs = Some((from, pairs));
+                        cursors.lookups.inherited = false;
                     }
                     unseen
                 }

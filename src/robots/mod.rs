@@ -29,7 +29,7 @@ pub use preferences::{
 };
 pub use problem::{Problem, ProblemKind};
 
-use matcher::{Found, GroupMatcher};
+use matcher::{Found, GroupMatcher, PathPairs};
 pub use path::Form;
 use pattern::Prepared;
 use preferences::PreferenceMatcher;
@@ -416,12 +416,21 @@ impl Robots {
     pub fn check_selected(&self, selected: Selected, url: &str) -> Verdict<'_> {
         let raw = path::path_and_query(url);
         let as_sent = path::normalize(raw.as_bytes());
-        let verdict = self.judge(selected, &as_sent, Form::AsSent);
+        // The pairs of octets a long path's queries read, read once for the path and its
+        // resolved form.
+        let mut pairs = PathPairs::default();
+        let verdict = self.judge_noting(selected, &as_sent, Form::AsSent, &mut pairs);
         if !verdict.allowed || verdict.reason == Reason::RobotsTxt {
             return verdict;
         }
         let stricter = path::forms(&as_sent)
-            .map(|(form, other)| self.judge(selected, &other, form))
+            .map(|(form, other)| {
+                let mut pairs = match form {
+                    Form::Resolved => std::mem::take(&mut pairs).for_resolved(),
+                    _ => PathPairs::default(),
+                };
+                self.judge_noting(selected, &other, form, &mut pairs)
+            })
             .find(|other| !other.allowed);
         stricter.unwrap_or(verdict)
     }
@@ -437,6 +446,17 @@ impl Robots {
 
     /// The verdict for one normalised path.
     fn judge(&self, selected: Selected, path: &[u8], form: Form) -> Verdict<'_> {
+        self.judge_noting(selected, path, form, &mut PathPairs::default())
+    }
+
+    /// [`Robots::judge`], with the octet pairs `pairs` holds of `path` ([`PathPairs`]).
+    fn judge_noting(
+        &self,
+        selected: Selected,
+        path: &[u8],
+        form: Form,
+        pairs: &mut PathPairs,
+    ) -> Verdict<'_> {
         if path::is_robots_txt(path) {
             return Verdict {
                 allowed: true,
@@ -460,15 +480,16 @@ impl Robots {
             };
         };
         let found = match &selection.merged {
-            Some(merged) => merged.decide(path, None),
+            Some(merged) => merged.decide_noting(path, None, pairs),
             None => selection
                 .groups
                 .iter()
                 .fold(None, |best: Option<Found>, &group| {
+                    let floor = best.map(|found| found.key);
                     let better = self
                         .matchers
                         .get(group)
-                        .and_then(|matcher| matcher.decide(path, best.map(|found| found.key)));
+                        .and_then(|matcher| matcher.decide_noting(path, floor, pairs));
                     better.or(best)
                 }),
         };
@@ -864,6 +885,27 @@ mod tests {
         // The stricter of the two forms wins: as sent, this path is under /private/.
         assert!(!robots.check("x", "/private/../public/").allowed);
         assert!(robots.check("x", "/public/x").allowed);
+    }
+
+    /// A long path's resolved form is judged with the octet pairs read of the path as sent, which
+    /// hold every pair of it but for a `/` that resolving writes before the query: a rule that
+    /// needs that pair still matches. The rules missing from the path are enough that its walk is
+    /// cut short by narrowing the pieces down by their pairs.
+    #[test]
+    fn resolved_forms_of_long_paths_are_narrowed_down_by_pairs_that_hold_theirs() {
+        let mut text = String::from("user-agent: *\ndisallow: /*b/?q\n");
+        for i in 0..40 {
+            text.push_str(&format!("allow: /*zz{i}\n"));
+        }
+        let robots = compile(&text);
+        for filler in [600, 3000, 20_000] {
+            let path = format!("/{}/b/c/..?q", "a".repeat(filler));
+            let verdict = robots.check("x", &path);
+            assert!(!verdict.allowed, "{filler}");
+            assert_eq!(verdict.form, Form::Resolved);
+            let path = format!("/{}/b/c/.?q", "a".repeat(filler));
+            assert!(robots.check("x", &path).allowed, "{filler}");
+        }
     }
 
     #[test]
