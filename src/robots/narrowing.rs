@@ -119,6 +119,10 @@ impl Narrowing<'_> {
     }
 }
 
+/// The stretches of a text [`find_few`] reads side by side: each step waits on the one before,
+/// so independent ones run in the time of one.
+const LANES: usize = 4;
+
 /// The bits of [`find_few`]'s state: an octet of a piece each, and one before each piece.
 const SHIFT_AND_BITS: usize = 64;
 
@@ -131,9 +135,9 @@ const SHIFT_AND_BITS: usize = 64;
 /// Shift-and: bit `j` of the state says whether the text read so far ends with a piece's octets
 /// up to the one at bit `j`. Each piece has a bit before it that is never set, so that moving
 /// the state up a bit never reaches a piece's first bit, and adding the first bits is an addition
-/// (one instruction with the move). Each step waits on the one before; the text is read as two
-/// halves side by side, the second from a piece's length before the middle, so that a step of
-/// each runs in the time of one.
+/// (one instruction with the move). Each step waits on the one before; the text is read as
+/// [`LANES`] stretches side by side, each from a piece's length before where the one before it
+/// ends, so that a step of each runs in about the time of one.
 pub(super) fn find_few(pieces: &[&[u8]], text: &[u8]) -> Option<u64> {
     let bits: usize = pieces.iter().map(|piece| piece.len() + 1).sum();
     if bits > SHIFT_AND_BITS || pieces.contains(&&b""[..]) {
@@ -153,33 +157,43 @@ pub(super) fn find_few(pieces: &[&[u8]], text: &[u8]) -> Option<u64> {
         ends |= 1 << (at - 1);
     }
     let longest = pieces.iter().map(|piece| piece.len()).max().unwrap_or(0);
-    let middle = text.len() / 2;
-    let (first_half, second_half) = (
-        text.get(..middle).unwrap_or_default(),
-        text.get(middle.saturating_sub(longest.saturating_sub(1))..)
-            .unwrap_or_default(),
-    );
+    // Lane `k` reads from a piece's length before the `k`th quarter (to find what crosses into
+    // it) to the end of that quarter.
+    let quarter = text.len() / LANES;
+    let lanes: [&[u8]; LANES] = std::array::from_fn(|k| {
+        let from = (k * quarter).saturating_sub(longest.saturating_sub(1));
+        let to = if k + 1 == LANES {
+            text.len()
+        } else {
+            (k + 1) * quarter
+        };
+        text.get(from..to).unwrap_or_default()
+    });
     let step =
         |state: u64, octet: u8| (state << 1).wrapping_add(firsts) & places[usize::from(octet)];
-    let (mut one, mut two, mut reached) = (0u64, 0u64, 0u64);
-    let mut rest_of_second = second_half;
-    for block in first_half.chunks(SHIFT_AND_BITS) {
-        let (pair, after) = rest_of_second.split_at(block.len().min(rest_of_second.len()));
-        rest_of_second = after;
-        for (&a, &b) in block.iter().zip(pair) {
-            one = step(one, a);
-            two = step(two, b);
-            reached |= one | two;
+    let (mut states, mut reached) = ([0u64; LANES], 0u64);
+    // The first lane is the shortest: all are read side by side over its length, and then what
+    // the others have left (their warm-up, and the odd octets of the last).
+    let together = lanes[0].len();
+    let mut at = 0;
+    while at < together && reached & ends != ends {
+        let stop = together.min(at + SHIFT_AND_BITS);
+        for i in at..stop {
+            for (state, lane) in states.iter_mut().zip(&lanes) {
+                if let Some(&octet) = lane.get(i) {
+                    *state = step(*state, octet);
+                }
+                reached |= *state;
+            }
         }
-        if reached & ends == ends {
-            break;
-        }
+        at = stop;
     }
-    // The second half is one octet longer when the text is odd, and by the warm-up.
     if reached & ends != ends {
-        for &octet in rest_of_second {
-            two = step(two, octet);
-            reached |= two;
+        for (state, lane) in states.iter_mut().zip(&lanes).skip(1) {
+            for &octet in lane.get(together..).unwrap_or_default() {
+                *state = step(*state, octet);
+                reached |= *state;
+            }
         }
     }
     let found = reached & ends;
@@ -244,5 +258,26 @@ mod tests {
         assert_eq!(find_few(&[&long[..]], &[b'a'; 100]), Some(1));
         assert_eq!(find_few(&[&long[..]], &[b'a'; 62]), Some(0));
         assert_eq!(find_few(&[b""], b"a"), None);
+    }
+
+    /// A piece across the border of two of the stretches read side by side is found, whatever
+    /// the text's length (odd ones make the last stretch longer).
+    #[test]
+    fn pieces_across_the_stretches_read_side_by_side_are_found() {
+        let pieces: [&[u8]; 2] = [b"xyzw", b"q"];
+        for len in [9, 64, 257, 1003, 4096] {
+            let quarter = len / LANES;
+            for border in 1..LANES {
+                let middle = border * quarter;
+                for at in middle.saturating_sub(4)..=(middle + 1).min(len - 4) {
+                    let mut text = vec![b'a'; len];
+                    text[at..at + 4].copy_from_slice(b"xyzw");
+                    assert_eq!(find_few(&pieces, &text), Some(1), "{len} {at}");
+                }
+            }
+            let mut text = vec![b'a'; len];
+            text[len - 1] = b'q';
+            assert_eq!(find_few(&pieces, &text), Some(2), "{len}");
+        }
     }
 }
