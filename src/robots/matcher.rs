@@ -140,6 +140,8 @@ const PAIRS_AFTER_MISSES: usize = 2;
 
 impl Lookups {
     /// The first place of the inner piece `piece` (searched for by `finder`) in `path` from `at`.
+    /// Out of line: it is for long paths only, and glob checks on the others stay small.
+    #[inline(never)]
     fn next(&mut self, piece: u32, finder: &Finder<'_>, path: &[u8], at: usize) -> Option<usize> {
         let known = self.found.iter().find(|&&(known, from, found)| {
             known == piece && from <= at && (found == NOWHERE || found >= at)
@@ -223,7 +225,7 @@ impl PathPairs {
 const NEAR: usize = 32;
 
 /// The first place of `finder`'s needle in `haystack`.
-#[inline]
+#[inline(always)]
 fn find(haystack: &[u8], finder: &Finder<'_>) -> Option<usize> {
     let needle = finder.needle();
     let (&head, tail) = needle.split_first()?;
