@@ -1164,11 +1164,29 @@ impl GroupMatcher {
             None if sparse.len() + dense.len() > SEARCHED_ONE_BY_ONE => return Heard::Known,
             None => sparse.extend(dense),
         }
+        // An octet the rest lacks rules out every piece that starts with it, at the cost of one
+        // search for the octet (a path over a few octets lacks most), not one per piece.
+        let longest = sparse.iter().map(|&k| pieces[k].len()).max().unwrap_or(0);
+        let all_of_rest = path
+            .get((at + 1).saturating_sub(longest)..)
+            .unwrap_or_default();
+        let mut octets_held: SmallVec<[(u8, bool); FEW_UNSEEN]> = SmallVec::new();
         for k in sparse {
             let needle = pieces[k];
+            let Some(&first) = needle.first() else {
+                continue;
+            };
+            let held = match octets_held.iter().find(|(octet, _)| *octet == first) {
+                Some(&(_, held)) => held,
+                None => {
+                    let held = memchr::memchr(first, all_of_rest).is_some();
+                    octets_held.push((first, held));
+                    held
+                }
+            };
             let from = (at + 1).saturating_sub(needle.len());
             let rest = path.get(from..).unwrap_or_default();
-            if !needle.is_empty() && memchr::memmem::find(rest, needle).is_some() {
+            if held && memchr::memmem::find(rest, needle).is_some() {
                 self.see(few[k] as usize, seen, firsts, cursors);
             }
         }
