@@ -143,6 +143,12 @@ impl Lookups {
     /// Out of line: it is for long paths only, and glob checks on the others stay small.
     #[inline(never)]
     fn next(&mut self, piece: u32, finder: &Finder<'_>, path: &[u8], at: usize) -> Option<usize> {
+        // A glob's next piece is usually near: then nothing is remembered.
+        let rest = path.get(at..).unwrap_or_default();
+        let looked = match find_near(rest, finder.needle()) {
+            Ok(found) => return found.map(|found| found + at),
+            Err(looked) => looked,
+        };
         let known = self.found.iter().find(|&&(known, from, found)| {
             known == piece && from <= at && (found == NOWHERE || found >= at)
         });
@@ -152,10 +158,9 @@ impl Lookups {
         if self.pairs.is_some() && !self.pairs_from(path, at).may_hold(finder.needle()) {
             return None;
         }
-        let found = path
-            .get(at..)
-            .and_then(|rest| find(rest, finder))
-            .map(|found| found + at);
+        let found = finder
+            .find(rest.get(looked..).unwrap_or_default())
+            .map(|found| found + at + looked);
         if found.is_none() {
             self.misses += 1;
             if self.misses >= PAIRS_AFTER_MISSES {
@@ -227,19 +232,33 @@ const NEAR: usize = 32;
 /// The first place of `finder`'s needle in `haystack`.
 #[inline(always)]
 fn find(haystack: &[u8], finder: &Finder<'_>) -> Option<usize> {
-    let needle = finder.needle();
-    let (&head, tail) = needle.split_first()?;
+    match find_near(haystack, finder.needle()) {
+        Ok(found) => found,
+        Err(looked) => finder
+            .find(haystack.get(looked..).unwrap_or_default())
+            .map(|found| found + looked),
+    }
+}
+
+/// The first place of `needle` among the first [`NEAR`] places of `haystack`, looked for octet
+/// by octet: `Ok` when that tells (found, or the haystack is no longer), else `Err` with how many
+/// places were looked at.
+#[inline(always)]
+fn find_near(haystack: &[u8], needle: &[u8]) -> Result<Option<usize>, usize> {
+    let Some((&head, tail)) = needle.split_first() else {
+        return Ok(None);
+    };
     let near = haystack.len().min(NEAR + needle.len());
     let starts = (near + 1).saturating_sub(needle.len());
     for at in 0..starts {
         if haystack[at] == head && same(&haystack[at + 1..at + needle.len()], tail) {
-            return Some(at);
+            return Ok(Some(at));
         }
     }
     if near == haystack.len() {
-        return None;
+        return Ok(None);
     }
-    finder.find(&haystack[starts..]).map(|found| found + starts)
+    Err(starts)
 }
 
 /// Where `key` is in `sorted`. A short list is counted through rather than halved: the count
