@@ -14,6 +14,14 @@ pub(super) struct Pairs(Box<[bool; PAIR_SLOTS]>);
 /// [`Pairs`]' slots: a slot is an octet, so that adding a pair is one store.
 const PAIR_SLOTS: usize = 4096;
 
+/// The runs of eight octets [`Pairs::add`] remembers (a power of two): more than the periods
+/// of the units an attacker repeats.
+const ADDED_WORDS: usize = 32;
+
+/// The runs of eight octets [`Pairs::add`] looks up before it stops looking, unless half of
+/// them were added already.
+const WORDS_TRIED: usize = 64;
+
 impl Pairs {
     fn slot(first: u8, second: u8) -> usize {
         (usize::from(first) << 4 ^ usize::from(second)) & (PAIR_SLOTS - 1)
@@ -26,23 +34,51 @@ impl Pairs {
         pairs
     }
 
-    /// Adds the pairs of `text`: a few instructions an octet, a fraction of an automaton walk's,
-    /// and eight octets that repeat the one before them (`////…`, `aaaa…`) are one comparison.
+    /// Adds the pairs of `text`: a few instructions an octet, a fraction of an automaton walk's.
+    /// Eight octets with the one before them, once added, are remembered, so that a text that
+    /// repeats itself (`/a/a/a…`, `/a/../a/..…`: an attacker's long path) costs a lookup per
+    /// eight octets after its first period; one that has not repeated itself in its first
+    /// [`WORDS_TRIED`] eights is read on without looking.
     pub(super) fn add(&mut self, text: &[u8]) {
         let Some((&first, rest)) = text.split_first() else {
             return;
         };
         let mut before = first;
-        for eight in rest.chunks(8) {
-            if eight == [before; 8] {
-                self.0[Self::slot(before, before)] = true;
-                continue;
+        let mut added = [(0u8, 0u64, false); ADDED_WORDS];
+        let (mut looking, mut skipped) = (true, 0);
+        let mut eights = rest.chunks_exact(8);
+        for (index, eight) in eights.by_ref().enumerate() {
+            if index == WORDS_TRIED && skipped < WORDS_TRIED / 2 {
+                looking = false;
+            }
+            let last = eight.last().copied().unwrap_or(before);
+            if looking {
+                let word = eight
+                    .first_chunk::<8>()
+                    .map_or(0, |eight| u64::from_le_bytes(*eight));
+                let slot = &mut added[Self::word_slot(word, before)];
+                if *slot == (before, word, true) {
+                    skipped += 1;
+                    before = last;
+                    continue;
+                }
+                *slot = (before, word, true);
             }
             for &octet in eight {
                 self.0[Self::slot(before, octet)] = true;
                 before = octet;
             }
         }
+        for &octet in eights.remainder() {
+            self.0[Self::slot(before, octet)] = true;
+            before = octet;
+        }
+    }
+
+    /// Where [`Pairs::add`] remembers eight octets and the one before them.
+    fn word_slot(word: u64, before: u8) -> usize {
+        let mixed = (word ^ u64::from(before)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (mixed >> (64 - ADDED_WORDS.trailing_zeros())) as usize
     }
 
     /// Whether `piece` may be in the text: every pair of it may be.
@@ -212,6 +248,48 @@ pub(super) fn find_few(pieces: &[&[u8]], text: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The slots of every pair of adjacent octets of `text`, one by one.
+    fn pair_slots(text: &[u8]) -> Vec<bool> {
+        let mut slots = vec![false; PAIR_SLOTS];
+        for pair in text.windows(2) {
+            slots[Pairs::slot(pair[0], pair[1])] = true;
+        }
+        slots
+    }
+
+    proptest! {
+        /// The pairs of a text are those of its octets one by one, however it repeats itself
+        /// (runs of eight remembered are skipped, unless it starts without repeating) and
+        /// however it is read in two stretches (the later first, as a long path's lookups read
+        /// it, and the earlier to one octet past).
+        #[test]
+        fn pairs_are_every_pair_of_adjacent_octets(
+            noise in proptest::collection::vec(any::<u8>(), 0..800),
+            unit in proptest::collection::vec(prop::sample::select(b"/a.%2F\\b".to_vec()), 1..12),
+            repeats in 0usize..60,
+            changes in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..4),
+            split in any::<prop::sample::Index>(),
+        ) {
+            let mut text = unit.repeat(repeats);
+            if noise.len() % 2 == 0 {
+                text.splice(0..0, noise);
+            }
+            if !text.is_empty() {
+                for (at, octet) in changes {
+                    let at = at.index(text.len());
+                    text[at] = octet;
+                }
+            }
+            let want = pair_slots(&text);
+            prop_assert_eq!(Pairs::of(&text).0.to_vec(), want.clone());
+            let split = split.index(text.len() + 1);
+            let mut pairs = Pairs::of(&text[split..]);
+            pairs.add(&text[..text.len().min(split + 1)]);
+            prop_assert_eq!(pairs.0.to_vec(), want);
+        }
+    }
 
     /// An alphabet holds exactly the octets of its text, wherever in a block of sixteen (or the
     /// short last one) a new octet first shows, and there is none for a text of too many.
