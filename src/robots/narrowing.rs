@@ -22,6 +22,9 @@ const ADDED_WORDS: usize = 32;
 /// them were added already.
 const WORDS_TRIED: usize = 64;
 
+/// The mark of a place of [`Pairs::add`]'s memory that holds nothing: no octet before.
+const NOT_ADDED: u16 = u16::MAX;
+
 impl Pairs {
     fn slot(first: u8, second: u8) -> usize {
         (usize::from(first) << 4 ^ usize::from(second)) & (PAIR_SLOTS - 1)
@@ -40,38 +43,34 @@ impl Pairs {
     /// eight octets after its first period; one that has not repeated itself in its first
     /// [`WORDS_TRIED`] eights is read on without looking.
     pub(super) fn add(&mut self, text: &[u8]) {
-        let Some((&first, rest)) = text.split_first() else {
-            return;
-        };
-        let mut before = first;
-        let mut added = [(0u8, 0u64, false); ADDED_WORDS];
+        // Nine octets hold eight pairs; each nine starts where the one before ends, so that no
+        // step waits on the one before.
+        let mut added = [(0u64, NOT_ADDED); ADDED_WORDS];
         let (mut looking, mut skipped) = (true, 0);
-        let mut eights = rest.chunks_exact(8);
-        for (index, eight) in eights.by_ref().enumerate() {
+        let mut nines = 0;
+        for (index, nine) in text.windows(9).step_by(8).enumerate() {
+            nines = index + 1;
             if index == WORDS_TRIED && skipped < WORDS_TRIED / 2 {
                 looking = false;
             }
-            let last = eight.last().copied().unwrap_or(before);
-            if looking {
+            if let (true, Some((&before, eight))) = (looking, nine.split_first()) {
                 let word = eight
                     .first_chunk::<8>()
                     .map_or(0, |eight| u64::from_le_bytes(*eight));
+                let key = (word, u16::from(before));
                 let slot = &mut added[Self::word_slot(word, before)];
-                if *slot == (before, word, true) {
+                if *slot == key {
                     skipped += 1;
-                    before = last;
                     continue;
                 }
-                *slot = (before, word, true);
+                *slot = key;
             }
-            for &octet in eight {
-                self.0[Self::slot(before, octet)] = true;
-                before = octet;
+            for pair in nine.windows(2) {
+                self.0[Self::slot(pair[0], pair[1])] = true;
             }
         }
-        for &octet in eights.remainder() {
-            self.0[Self::slot(before, octet)] = true;
-            before = octet;
+        for pair in text.get(nines * 8..).unwrap_or_default().windows(2) {
+            self.0[Self::slot(pair[0], pair[1])] = true;
         }
     }
 
