@@ -206,22 +206,25 @@ pub(super) fn find_few(pieces: &[&[u8]], text: &[u8]) -> Option<u64> {
     });
     let step =
         |state: u64, octet: u8| (state << 1).wrapping_add(firsts) & places[usize::from(octet)];
-    let (mut states, mut reached) = ([0u64; LANES], 0u64);
     // The first lane is the shortest: all are read side by side over its length, and then what
     // the others have left (their warm-up, and the odd octets of the last).
     let together = lanes[0].len();
-    let mut at = 0;
-    while at < together && reached & ends != ends {
-        let stop = together.min(at + SHIFT_AND_BITS);
-        for i in at..stop {
-            for (state, lane) in states.iter_mut().zip(&lanes) {
-                if let Some(&octet) = lane.get(i) {
-                    *state = step(*state, octet);
-                }
-                reached |= *state;
-            }
+    let [one, two, three, four] = lanes.map(|lane| {
+        lane.get(..together)
+            .unwrap_or_default()
+            .chunks(SHIFT_AND_BITS)
+    });
+    let (mut states, mut reached) = ([0u64; LANES], 0u64);
+    for (((one, two), three), four) in one.zip(two).zip(three).zip(four) {
+        let [mut a, mut b, mut c, mut d] = states;
+        for (((&w, &x), &y), &z) in one.iter().zip(two).zip(three).zip(four) {
+            (a, b, c, d) = (step(a, w), step(b, x), step(c, y), step(d, z));
+            reached |= a | b | c | d;
         }
-        at = stop;
+        states = [a, b, c, d];
+        if reached & ends == ends {
+            break;
+        }
     }
     if reached & ends != ends {
         for (state, lane) in states.iter_mut().zip(&lanes).skip(1) {
