@@ -121,11 +121,9 @@ struct Lookups {
     /// The searches that found nothing.
     misses: usize,
     /// The path's octet pairs from an octet on, once [`PAIRS_AFTER_MISSES`] searches found
-    /// nothing or a checkpoint narrowed the pieces down by them: a piece with a pair the path
-    /// lacks is not there, told at no cost of a search.
-    pairs: Option<(usize, Pairs)>,
-    /// Whether `pairs` were read of another form of the path (a superset of its own).
-    inherited: bool,
+    /// nothing or a checkpoint narrowed the pieces down by them (or an earlier query read them):
+    /// a piece with a pair the path lacks is not there, told at no cost of a search.
+    pairs: PathPairs,
 }
 
 /// The most pieces [`Lookups`] remembers.
@@ -155,7 +153,7 @@ impl Lookups {
         if let Some(&(_, _, found)) = known {
             return (found != NOWHERE).then_some(found);
         }
-        if self.pairs.is_some() && !self.pairs_from(path, at).may_hold(finder.needle()) {
+        if self.pairs.is_read() && !self.pairs.read_from(path, at).may_hold(finder.needle()) {
             return None;
         }
         let found = finder
@@ -164,11 +162,9 @@ impl Lookups {
         if found.is_none() {
             self.misses += 1;
             if self.misses >= PAIRS_AFTER_MISSES {
-                if self.inherited {
-                    // This path's own, which may rule out more.
-                    (self.pairs, self.inherited) = (None, false);
-                }
-                self.pairs_from(path, at);
+                // This path's own, which may rule out more than another form's.
+                self.pairs.forget_inherited();
+                self.pairs.read_from(path, at);
             }
         }
         let entry = (piece, at, found.unwrap_or(NOWHERE));
@@ -180,10 +176,27 @@ impl Lookups {
         }
         found
     }
+}
+
+/// The octet pairs of a path from an octet on, as a query read them, for the next query of a path
+/// whose pairs are among them: the same path for another group, or its resolved form (see
+/// [`PathPairs::for_resolved`]). A long path's pairs are then read once, not once a query.
+#[derive(Default)]
+pub struct PathPairs {
+    pairs: Option<(usize, Pairs)>,
+    /// Whether they were read of another form of the path (a superset of its own).
+    inherited: bool,
+}
+
+impl PathPairs {
+    /// Whether any pairs are held.
+    fn is_read(&self) -> bool {
+        self.pairs.is_some()
+    }
 
     /// The octet pairs of `path` from `from` on: read the first time they are asked for, and
     /// then only extended to earlier octets.
-    fn pairs_from(&mut self, path: &[u8], from: usize) -> &Pairs {
+    fn read_from(&mut self, path: &[u8], from: usize) -> &Pairs {
         let (read_from, pairs) = self
             .pairs
             .get_or_insert_with(|| (from, Pairs::of(path.get(from..).unwrap_or_default())));
@@ -195,19 +208,24 @@ impl Lookups {
         }
         pairs
     }
-}
 
-/// The octet pairs of a path from an octet on, as a query read them, for the next query of a path
-/// whose pairs are among them: the same path for another group, or its resolved form (see
-/// [`PathPairs::for_resolved`]). A long path's pairs are then read once, not once a query.
-#[derive(Default)]
-pub struct PathPairs {
-    pairs: Option<(usize, Pairs)>,
-    /// Whether they were read of another form of the path.
-    inherited: bool,
-}
+    /// Drops pairs read of another form of the path, so that this path's own are read next.
+    fn forget_inherited(&mut self) {
+        if self.inherited {
+            *self = PathPairs::default();
+        }
+    }
 
-impl PathPairs {
+    /// Holds `pairs`, this path's own from `from` on, unless its own are held already.
+    fn keep_own(&mut self, from: usize, pairs: Pairs) {
+        if !self.is_read() || self.inherited {
+            *self = PathPairs {
+                pairs: Some((from, pairs)),
+                inherited: false,
+            };
+        }
+    }
+
     /// The pairs for the resolved form of the path they were read of. Resolving only drops
     /// segments (each with the separator before it), and may add a `/` before the path or after
     /// what it keeps: every pair of the resolved form from an octet on is a pair of the path from
@@ -1048,8 +1066,7 @@ impl GroupMatcher {
         let mut cursors = Cursors {
             ranges: SmallVec::new(),
             lookups: Lookups {
-                pairs: pairs.pairs.take(),
-                inherited: pairs.inherited,
+                pairs: std::mem::take(pairs),
                 ..Lookups::default()
             },
         };
@@ -1109,7 +1126,7 @@ impl GroupMatcher {
         if let Some(position) = self.first_matching(&mut cursors, path, bound) {
             bound = position;
         }
-        (pairs.pairs, pairs.inherited) = (cursors.lookups.pairs.take(), cursors.lookups.inherited);
+        *pairs = std::mem::take(&mut cursors.lookups.pairs);
         self.found(bound, limit)
     }
 
@@ -1323,9 +1340,9 @@ impl GroupMatcher {
         // another form of the path are a superset: when they do not rule every piece out, this
         // path's own may.
         let mut known = None;
-        if cursors.lookups.pairs.is_some() {
-            let inherited = cursors.lookups.inherited;
-            let pairs = cursors.lookups.pairs_from(path, from);
+        if cursors.lookups.pairs.is_read() {
+            let inherited = cursors.lookups.pairs.inherited;
+            let pairs = cursors.lookups.pairs.read_from(path, from);
             let narrowing = Some(Narrowing::Pairs(pairs));
             let unseen = self.unseen_that_could_beat(seen, firsts, bound, narrowing);
             if !inherited || matches!(unseen, Unseen::None) {
@@ -1341,10 +1358,7 @@ impl GroupMatcher {
                     pairs.add(rest.get(first_look.saturating_sub(1)..).unwrap_or_default());
                     let narrowing = Some(Narrowing::Pairs(&pairs));
                     let unseen = self.unseen_that_could_beat(seen, firsts, bound, narrowing);
-                    if cursors.lookups.pairs.is_none() || cursors.lookups.inherited {
-                        cursors.lookups.pairs = Some((from, pairs));
-                        cursors.lookups.inherited = false;
-                    }
+                    cursors.lookups.pairs.keep_own(from, pairs);
                     unseen
                 }
                 Err(heard) => return heard,
@@ -1647,7 +1661,7 @@ mod tests {
             for order in [ats.to_vec(), ats.iter().rev().copied().collect()] {
                 let mut lookups = Lookups::default();
                 if let Some(from) = pairs_first {
-                    lookups.pairs_from(&path, from);
+                    lookups.pairs.read_from(&path, from);
                 }
                 for &at in &order {
                     for (piece, finder) in finders.iter().enumerate() {

@@ -65,11 +65,14 @@ impl Pairs {
                 }
                 *slot = key;
             }
-            for pair in nine.windows(2) {
-                self.0[Self::slot(pair[0], pair[1])] = true;
-            }
+            self.add_each(nine);
         }
-        for pair in text.get(nines * 8..).unwrap_or_default().windows(2) {
+        self.add_each(text.get(nines * 8..).unwrap_or_default());
+    }
+
+    /// Adds the pairs of `text` one by one.
+    fn add_each(&mut self, text: &[u8]) {
+        for pair in text.windows(2) {
             self.0[Self::slot(pair[0], pair[1])] = true;
         }
     }
