@@ -1,15 +1,29 @@
 //! Per-header cost of classifying a User-Agent against the shipped crawler catalog (curated and
-//! imported): a person's browser, a phone whose model holds a crawler word, an app, known
-//! crawlers, an unnamed crawler and a long header. Every proxied request whose header the
-//! worker's memo has not seen pays it once. Run: `cargo bench --bench classifier`.
+//! imported). Every proxied request whose header the worker's memo has not seen pays it once.
+//! Run: `cargo bench --bench classifier`.
+//!
+//! - `classify/<shape>`: named headers, each a shape the reader treats differently (a browser,
+//!   phones and in-app browsers whose device fields hold crawler words, apps, a smart TV, known
+//!   and unnamed crawlers in each of the places a crawler writes its name), and a 64 KiB header;
+//! - `corpus/<name>`: every header of a vendored corpus once per iteration (criterion's time
+//!   divided by the count printed beside it is the mean per header);
+//! - before the groups, a survey times every vendored header alone (the fastest of a few rounds
+//!   of a few calls) and prints the median, the 99th percentile and the worst, and the five
+//!   slowest headers; the slowest is then measured by criterion as `classify/slowest-corpus`.
+//!
+//! Before and after a change: `cargo bench --bench classifier -- --save-baseline before` on
+//! the old code, then `cargo bench --bench classifier -- --baseline before` on the new.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crawlgate::agent::Classifier;
 use crawlgate::catalog::Catalog;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
+use std::io::Read;
+use std::path::Path;
+use std::time::Instant;
 
-const HEADERS: [(&str, &str); 6] = [
+const HEADERS: [(&str, &str); 16] = [
     (
         "person",
         "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0",
@@ -18,23 +32,149 @@ const HEADERS: [(&str, &str); 6] = [
         "phone",
         "Mozilla/5.0 (Linux; Android 14; Cubot X50) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.6099.144 Mobile Safari/537.36",
     ),
+    (
+        "phone-cubot",
+        "Mozilla/5.0 (Linux; Android 10; CUBOT_X30) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Mobile Safari/537.36",
+    ),
+    (
+        "instagram",
+        "Mozilla/5.0 (Linux; Android 12; HTC Desire 22 pro Build/SKQ1.211006.001; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/110.0.5481.153 Mobile Safari/537.36 Instagram 267.0.0.18.93 Android (31/12; 480dpi; 1080x2132; HTC; HTC Desire 22 pro; htc_botdugls; qcom; de_DE; 440638617)",
+    ),
+    (
+        "facebook-ios",
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 [FBAN/FBIOS;FBAV/442.0.0.32.108;FBBV/551114950;FBDV/iPhone14,2;FBMD/iPhone;FBSN/iOS;FBSV/17.1;FBSS/3;FBCR/;FBID/phone;FBLC/de_DE;FBOP/80]",
+    ),
+    (
+        "smart-tv",
+        "Mozilla/5.0 (Linux; Android 9; ATV R1) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/87.0.4280.101 Safari/537.36 HbbTV/1.5.1 (+DRM;BOTECH;ATV R1;Demo 1.0;;) FVC/5.0 (BOTECH;TVs;)",
+    ),
     ("app", "ShopApp/5.1 (Linux; U; Android 14; Pixel 8) okhttp/4.12.0"),
+    (
+        "app-ios",
+        "Viber/12.8.0.1 CFNetwork/1121.2.2 Darwin/19.3.0",
+    ),
     (
         "googlebot",
         "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
     ),
     (
+        "googlebot-smartphone",
+        "Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.6778.204 Mobile Safari/537.36 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+    ),
+    (
         "gptbot",
         "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)",
     ),
+    (
+        "new-ai-crawler",
+        "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; MistralAI-Index/1.0; +https://docs.mistral.ai/robots)",
+    ),
     ("unnamed", "my-little-crawler/0.1 (+https://example.org)"),
+    (
+        "unnamed-url",
+        "BoardReader Blog Indexer(http://boardreader.com)",
+    ),
+    (
+        "feed-fetcher",
+        "Overcast/1.0 Podcast Sync (123 subscribers; feed-id=456789; +http://overcast.fm/)",
+    ),
+    (
+        "storebot",
+        "Mozilla/5.0 (X11; Linux x86_64; Storebot-Google/1.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/79.0.3945.88 Safari/537.36",
+    ),
 ];
+
+fn fixtures() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// The vendored corpora, by name (see `tests/fixtures/ua/SOURCE.md` and
+/// `tests/fixtures/isbot/SOURCE.md`).
+fn corpora() -> Vec<(&'static str, Vec<String>)> {
+    let uap = std::fs::read_to_string(fixtures().join("ua/uap-core.tsv")).unwrap();
+    let uap: Vec<String> = uap
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| line.splitn(5, '\t').nth(4).map(str::to_owned))
+        .collect();
+    let mut text = String::new();
+    let gz = std::fs::File::open(fixtures().join("ua/user-agents.txt.gz")).unwrap();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_string(&mut text)
+        .unwrap();
+    let user_agents: Vec<String> = text.lines().map(str::to_owned).collect();
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        #[serde(default)]
+        instances: Vec<String>,
+    }
+    let cua = std::fs::read_to_string(fixtures().join("ua/crawler-user-agents.json")).unwrap();
+    let cua: Vec<Entry> = serde_json::from_str(&cua).unwrap();
+    let cua: Vec<String> = cua.into_iter().flat_map(|e| e.instances).collect();
+    let isbot = |file: &str| -> Vec<String> {
+        let text = std::fs::read_to_string(fixtures().join("isbot").join(file)).unwrap();
+        let groups: std::collections::BTreeMap<String, Vec<String>> =
+            serde_yaml::from_str(&text).unwrap();
+        groups.into_values().flatten().collect()
+    };
+    vec![
+        ("uap-core", uap),
+        ("user-agents", user_agents),
+        ("isbot-browsers", isbot("browsers.yml")),
+        ("crawler-user-agents", cua),
+        ("isbot-crawlers", isbot("crawlers.yml")),
+    ]
+}
+
+/// Nanoseconds one classification of `header` takes: the fastest of a few rounds of a few
+/// calls, which leaves out most of what the machine's other work adds.
+fn time_one(classifier: &Classifier, header: &[u8]) -> f64 {
+    const CALLS: u32 = 8;
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let start = Instant::now();
+        for _ in 0..CALLS {
+            black_box(classifier.classify(black_box(header)));
+        }
+        best = best.min(start.elapsed().as_nanos() as f64 / f64::from(CALLS));
+    }
+    best
+}
+
+/// Times every vendored header alone and prints the distribution; returns the slowest.
+fn survey(classifier: &Classifier, corpora: &[(&str, Vec<String>)]) -> String {
+    let mut times: Vec<(f64, &str)> = corpora
+        .iter()
+        .flat_map(|(_, list)| list.iter())
+        .map(|header| (time_one(classifier, header.as_bytes()), header.as_str()))
+        .collect();
+    times.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let at = |q: f64| times[((times.len() - 1) as f64 * q) as usize].0;
+    println!(
+        "survey: {} headers, each timed alone (fastest of 5 rounds of 8 calls): median {:.0} ns, p99 {:.0} ns, worst {:.0} ns",
+        times.len(),
+        at(0.5),
+        at(0.99),
+        at(1.0)
+    );
+    for (ns, header) in times.iter().rev().take(5) {
+        println!("  {ns:>7.0} ns  {} bytes  {}", header.len(), header);
+    }
+    times.last().map(|(_, h)| h.to_string()).unwrap_or_default()
+}
 
 fn classify(c: &mut Criterion) {
     let catalog = Catalog::embedded().unwrap();
     let classifier = Classifier::new(catalog.known_agents()).unwrap();
+    let corpora = corpora();
+    let slowest = survey(&classifier, &corpora);
     let mut group = c.benchmark_group("classify");
-    for (name, header) in HEADERS {
+    let mut named: Vec<(&str, String)> = HEADERS
+        .iter()
+        .map(|(name, header)| (*name, header.to_string()))
+        .collect();
+    named.push(("slowest-corpus", slowest));
+    for (name, header) in &named {
         group.throughput(Throughput::Bytes(header.len() as u64));
         group.bench_with_input(BenchmarkId::from_parameter(name), header, |b, header| {
             b.iter(|| black_box(classifier.classify(black_box(header.as_bytes()))))
@@ -45,6 +185,21 @@ fn classify(c: &mut Criterion) {
     group.bench_function("64KiB-header", |b| {
         b.iter(|| black_box(classifier.classify(black_box(long.as_bytes()))))
     });
+    group.finish();
+
+    let mut group = c.benchmark_group("corpus");
+    group.sample_size(10);
+    for (name, list) in &corpora {
+        println!("corpus/{name}: {} headers per iteration", list.len());
+        group.throughput(Throughput::Elements(list.len() as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(name), list, |b, list| {
+            b.iter(|| {
+                for header in list {
+                    black_box(classifier.classify(black_box(header.as_bytes())));
+                }
+            })
+        });
+    }
     group.finish();
 }
 

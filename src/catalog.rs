@@ -48,7 +48,11 @@ pub enum Matches {
     /// Only where it names a product, never in a browser's platform comment (what imported
     /// entries use: see [`Matching::Product`]).
     Product,
-    /// Never: a person's app, listed so that its token is known but never judged.
+    /// Only in a header that also carries a crawler signal: a name a person's app carries too
+    /// (see [`Matching::WithSignal`]).
+    WithSignal,
+    /// Never: a person's app, listed so that its token is known but never judged (and its
+    /// home page and address in its header are its own, not crawler signals).
     Never,
 }
 
@@ -101,7 +105,8 @@ impl CatalogEntry {
                 Matches::Anywhere => Matching::Anywhere,
                 Matches::FirstProduct => Matching::FirstProduct,
                 Matches::Product => Matching::Product,
-                Matches::Never => Matching::Never,
+                Matches::WithSignal => Matching::WithSignal,
+                Matches::Never => Matching::PersonsApp,
             },
         }
     }

@@ -8,10 +8,15 @@
 //! they, and their automaton, are shared by every site, which keeps only what differs for it
 //! (the few crawlers its file or its overrides name), so that a thousand sites do not hold a
 //! thousand copies of the catalog. The tokens that only the site's robots.txt or configuration
-//! names follow, and count only in a header with a crawler signal, never when they are browser
-//! vocabulary.
+//! names follow (category `unlisted`), and count only in a header with a crawler signal, never
+//! when they are browser vocabulary.
+//!
+//! Who asks is a [`Who`] whose crawler rows are this table's: [`Crawlers::classify`] gives it,
+//! [`Crawlers::row`] turns it into the [`Crawler`] to judge.
 
-use crate::agent::{Category, Classifier, ClassifierError, Identity, KnownAgent, Matching, Signal};
+use crate::agent::{
+    grammar, Category, Classified, Classifier, ClassifierError, KnownAgent, Matching, Signal, Who,
+};
 use crate::catalog::{Catalog, CatalogEntry, Verification, MAX_FALLBACK};
 use crate::policy::{Action, Actions};
 use crate::robots::{Robots, Selected};
@@ -42,7 +47,7 @@ impl CatalogIndex {
         let rows: Arc<[Row]> = classifier
             .agents()
             .iter()
-            .map(|agent| Row::new(agent, catalog.get(&agent.token), Origin::Catalog))
+            .map(|agent| Row::new(agent, catalog.get(&agent.token)))
             .collect();
         let tokens = rows.iter().map(|row| row.token_lower.clone()).collect();
         Ok(CatalogIndex {
@@ -63,18 +68,6 @@ impl CatalogIndex {
     }
 }
 
-/// Where a row comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
-    /// The crawler catalog.
-    Catalog,
-    /// Only the site's robots.txt or configuration names it: it counts only in a header with a
-    /// crawler signal, and never when it is browser vocabulary.
-    Site,
-    /// No known token, but a crawler signal.
-    Unnamed,
-}
-
 /// What a site's crawler is whatever the site: shared by every site for the catalog's.
 #[derive(Debug, Clone)]
 pub struct Row {
@@ -88,7 +81,9 @@ pub struct Row {
     pub label: Arc<str>,
     /// Who runs it, when known.
     pub operator: Option<Arc<str>>,
-    /// What it is for.
+    /// What it is for; `unlisted` for a token only the site names (it counts only in a header
+    /// with a crawler signal, never when it is browser vocabulary), `unnamed` for the row every
+    /// unnamed crawler shares.
     pub category: Category,
     /// How its claim can be checked, from the catalog.
     pub verify: Option<Arc<Verification>>,
@@ -97,14 +92,12 @@ pub struct Row {
     /// Whether the `*` groups apply to it when no group names it (false: its operator says it
     /// ignores `*`).
     pub star: bool,
-    /// Where the row comes from.
-    pub origin: Origin,
     /// Where its token counts in a header.
     pub matching: Matching,
 }
 
 impl Row {
-    fn new(agent: &KnownAgent, entry: Option<&CatalogEntry>, origin: Origin) -> Row {
+    fn new(agent: &KnownAgent, entry: Option<&CatalogEntry>) -> Row {
         let name: Arc<str> = Arc::from(agent.name.as_str());
         Row {
             token: Arc::from(agent.token.as_str()),
@@ -118,9 +111,13 @@ impl Row {
                 .map(|e| e.fallback.iter().map(|t| Arc::from(t.as_str())).collect())
                 .unwrap_or_else(|| Arc::from([])),
             star: entry.is_none_or(|e| !e.ignores_star),
-            origin,
             matching: agent.matching,
         }
+    }
+
+    /// Whether the catalog lists it (not a token only the site names, nor the unnamed row).
+    pub fn is_catalogs(&self) -> bool {
+        !matches!(self.category, Category::Unlisted | Category::Unnamed)
     }
 
     /// The groups it obeys in `robots`: its token's, then its fallbacks', then `*` unless it
@@ -269,7 +266,7 @@ impl Crawlers {
             .iter()
             .flat_map(|site| site.agents().iter().enumerate())
             .map(|(position, agent)| {
-                let mut row = Row::new(agent, None, Origin::Site);
+                let mut row = Row::new(agent, None);
                 if position >= MAX_SITE_TOKEN_LABELS {
                     row.label = other.clone();
                 }
@@ -289,7 +286,6 @@ impl Crawlers {
             verify: None,
             fallback: Arc::from([]),
             star: true,
-            origin: Origin::Unnamed,
             matching: Matching::Never,
         };
         let unnamed_action = by_category[category_slot(Category::Unnamed)];
@@ -308,54 +304,54 @@ impl Crawlers {
     }
 
     /// Classifies a User-Agent against the catalog and the site's own tokens: the longest
-    /// known name wins, as within one automaton. An [`Identity::Crawler`]'s index is its row.
-    pub fn classify<'a>(&'a self, user_agent: &[u8]) -> Identity<'a> {
-        self.classify_why(user_agent).0
+    /// known name wins, as within one automaton. A [`Who::Crawler`]'s row is this table's.
+    pub fn classify(&self, user_agent: &[u8]) -> Who {
+        self.read(user_agent).who
     }
 
-    /// [`Crawlers::classify`], and the crawler signal the header carries when it decided.
-    pub fn classify_why<'a>(&'a self, user_agent: &[u8]) -> (Identity<'a>, Option<Signal>) {
-        let from_catalog = self.catalog.classify_why(user_agent);
+    /// [`Crawlers::classify`], with where the name stood and the crawler signal the header
+    /// carries. The header is read once for the catalog and the site's tokens.
+    pub fn read(&self, user_agent: &[u8]) -> Classified {
+        let mut reading = grammar::read(user_agent);
+        let from_catalog = self.catalog.read_with(user_agent, &reading);
         let Some(site) = &self.site else {
             return from_catalog;
         };
-        let offset = self.catalog.agents().len();
-        let from_site = site.classify_why(user_agent);
-        match (from_catalog, from_site) {
-            (
-                (Identity::Crawler { agent, .. }, _),
-                (Identity::Crawler { index, agent: own }, why),
-            ) if own.name.len() > agent.name.len() => (
-                Identity::Crawler {
-                    index: offset + index,
-                    agent: own,
-                },
-                why,
-            ),
-            (catalog @ (Identity::Crawler { .. }, _), _) => catalog,
-            ((_, _), (Identity::Crawler { index, agent }, why)) => (
-                Identity::Crawler {
-                    index: offset + index,
-                    agent,
-                },
-                why,
-            ),
-            ((Identity::Unnamed, why), _) | (_, (Identity::Unnamed, why)) => {
-                (Identity::Unnamed, why)
-            }
-            _ => (Identity::Person, None),
+        // The site's tokens count only in a header with a crawler signal; a person by the
+        // catalog has none (it looked for crawler words, having found no name), so the site's
+        // tokens cannot name one either.
+        if from_catalog.who == Who::Person {
+            return from_catalog;
         }
-    }
-
-    /// The classifier's agent behind row `index`.
-    pub fn agent(&self, index: usize) -> Option<&KnownAgent> {
-        let catalog = self.catalog.agents();
-        match catalog.get(index) {
-            Some(agent) => Some(agent),
-            None => self
-                .site
-                .as_ref()
-                .and_then(|site| site.agents().get(index - catalog.len())),
+        if from_catalog.persons_app {
+            // A person's app the catalog knows owns its URLs for the site's tokens too.
+            for signal in [Signal::Url, Signal::Email, Signal::Domain] {
+                reading.signals.remove(signal);
+            }
+        }
+        let offset = self.catalog.agents().len();
+        let from_site = site.read_with(user_agent, &reading);
+        let name_len = |classifier: &Classifier, who: Who| {
+            classifier.agent(who).map_or(0, |agent| agent.name.len())
+        };
+        let site_row = |classified: Classified| Classified {
+            who: match classified.who {
+                Who::Crawler(index) => Who::Crawler(offset + index),
+                other => other,
+            },
+            ..classified
+        };
+        match (from_catalog.who, from_site.who) {
+            (Who::Crawler(_), Who::Crawler(_))
+                if name_len(site, from_site.who) > name_len(&self.catalog, from_catalog.who) =>
+            {
+                site_row(from_site)
+            }
+            (Who::Crawler(_), _) => from_catalog,
+            (_, Who::Crawler(_)) => site_row(from_site),
+            (Who::Unnamed, _) => from_catalog,
+            (_, Who::Unnamed) => from_site,
+            _ => from_catalog,
         }
     }
 
@@ -383,12 +379,12 @@ impl Crawlers {
         })
     }
 
-    /// The crawler an identity is: its row, the unnamed crawlers' row, or none for a person.
-    pub fn row(&self, identity: &Identity<'_>) -> Option<Crawler<'_>> {
-        match identity {
-            Identity::Crawler { index, .. } => self.get(*index).or(Some(self.unnamed())),
-            Identity::Unnamed => Some(self.unnamed()),
-            Identity::Person => None,
+    /// The crawler `who` is: its row, the unnamed crawlers' row, or none for a person.
+    pub fn row(&self, who: Who) -> Option<Crawler<'_>> {
+        match who {
+            Who::Crawler(index) => self.get(index).or(Some(self.unnamed())),
+            Who::Unnamed => Some(self.unnamed()),
+            Who::Person => None,
         }
     }
 
@@ -456,7 +452,7 @@ mod tests {
     }
 
     fn crawler<'a>(crawlers: &'a Crawlers, ua: &str) -> Option<Crawler<'a>> {
-        crawlers.row(&crawlers.classify(ua.as_bytes()))
+        crawlers.row(crawlers.classify(ua.as_bytes()))
     }
 
     #[test]
@@ -515,7 +511,7 @@ mod tests {
             (&*mj.token, &*mj.name, &*mj.label),
             ("MJ", "MJ12bot", "MJ12bot")
         );
-        assert_eq!(mj.origin, Origin::Catalog);
+        assert!(mj.is_catalogs());
         assert!(!robots.check_selected(mj.selected, "/x").allowed);
         assert_eq!(crawlers.find("mj12bot").map(|c| &*c.row.token), Some("MJ"));
     }
@@ -551,8 +547,8 @@ mod tests {
         }
         let mozilla = crawlers.find("Mozilla").unwrap();
         assert_eq!(
-            (mozilla.origin, mozilla.matching),
-            (Origin::Site, Matching::Never)
+            (mozilla.category, mozilla.matching),
+            (Category::Unlisted, Matching::Never)
         );
         assert_eq!(
             crawler(&crawlers, "FooCrawler/2").map(|c| &*c.row.name),
@@ -560,8 +556,8 @@ mod tests {
         );
         // Java is the catalog's, counted only as the first product.
         assert_eq!(
-            crawler(&crawlers, "Java/1.8.0_151").map(|c| c.origin),
-            Some(Origin::Catalog)
+            crawler(&crawlers, "Java/1.8.0_151").map(|c| c.is_catalogs()),
+            Some(true)
         );
     }
 

@@ -1,6 +1,6 @@
 //! What to do with a request, given who asks and what robots.txt says: pure decision code.
 
-use crate::agent::Category;
+use crate::agent::{Category, Who};
 use crate::robots::Usage;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -82,15 +82,6 @@ impl Actions {
     }
 }
 
-/// Who is asking, as far as the policy cares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Requester {
-    /// A known or unnamed crawler.
-    Crawler,
-    /// A person: never blocked, never a violation.
-    Person,
-}
-
 /// robots.txt's verdict on the request, as metrics label it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -153,23 +144,20 @@ impl Outcome {
     }
 }
 
-/// Decides what happens to a request. `action` is the one configured for this crawler (its
-/// override, else the site's). In tag mode, allowed crawler requests are tagged too, so that the
-/// origin sees every crawler's verdict.
-pub fn decide(requester: Requester, verdict: VerdictLabel, action: Action) -> Outcome {
-    match (requester, verdict, action) {
-        (Requester::Person, _, _) | (_, VerdictLabel::Exempt, _) => Outcome::Forwarded,
-        (Requester::Crawler, VerdictLabel::Allowed | VerdictLabel::Grace, Action::Tag) => {
-            Outcome::Tagged
-        }
-        (Requester::Crawler, VerdictLabel::Allowed | VerdictLabel::Grace, _) => Outcome::Forwarded,
-        (Requester::Crawler, VerdictLabel::Disallowed | VerdictLabel::ContentUsage, action) => {
-            match action {
-                Action::Block => Outcome::Blocked,
-                Action::Tag => Outcome::Tagged,
-                Action::Count => Outcome::Counted,
-            }
-        }
+/// Decides what happens to a request from `who`. `action` is the one configured for this
+/// crawler (its override, else the site's). A person is always forwarded. In tag mode, allowed
+/// crawler requests are tagged too, so that the origin sees every crawler's verdict.
+pub fn decide(who: Who, verdict: VerdictLabel, action: Action) -> Outcome {
+    if !who.is_crawler() {
+        return Outcome::Forwarded;
+    }
+    match (verdict, action) {
+        (VerdictLabel::Exempt, _) => Outcome::Forwarded,
+        (VerdictLabel::Allowed | VerdictLabel::Grace, Action::Tag) => Outcome::Tagged,
+        (VerdictLabel::Allowed | VerdictLabel::Grace, _) => Outcome::Forwarded,
+        (VerdictLabel::Disallowed | VerdictLabel::ContentUsage, Action::Block) => Outcome::Blocked,
+        (VerdictLabel::Disallowed | VerdictLabel::ContentUsage, Action::Tag) => Outcome::Tagged,
+        (VerdictLabel::Disallowed | VerdictLabel::ContentUsage, Action::Count) => Outcome::Counted,
     }
 }
 
@@ -180,8 +168,8 @@ pub fn decide(requester: Requester, verdict: VerdictLabel, action: Action) -> Ou
 /// Training crawlers train models (`train-ai=n`, `ai-train=no`). AI search and AI assistants
 /// put pages into answers at question time, which is Content-Signal's `ai-input`, and they are
 /// search applications in aipref's sense (`search=n`). A search engine's indexer is search.
-/// Every other category (SEO, archives, previews, monitors, feeds, libraries, scanners, the
-/// unlisted and the unnamed) is for none of them: no preference refuses it, since nothing says
+/// Every other category (SEO, archives, previews, monitors, feeds, libraries, crawling
+/// frameworks, scanners, the unlisted and the unnamed) is for none of them: no preference refuses it, since nothing says
 /// what it does with the content.
 pub fn uses_of(category: Category) -> &'static [Usage] {
     match category {
@@ -194,6 +182,7 @@ pub fn uses_of(category: Category) -> &'static [Usage] {
         | Category::Monitoring
         | Category::Feed
         | Category::HttpLibrary
+        | Category::CrawlerFramework
         | Category::Scanner
         | Category::Other
         | Category::Unlisted
@@ -206,6 +195,9 @@ mod tests {
     use super::*;
     use Action::*;
     use VerdictLabel::*;
+
+    /// Any crawler: the policy does not ask which.
+    const CRAWLER: Who = Who::Crawler(0);
 
     #[test]
     fn overrides_then_categories_then_defaults() {
@@ -242,40 +234,32 @@ mod tests {
     fn people_and_exempt_paths_are_always_forwarded() {
         for action in [Block, Tag, Count] {
             for verdict in [Allowed, Disallowed, Exempt] {
-                assert_eq!(
-                    decide(Requester::Person, verdict, action),
-                    Outcome::Forwarded
-                );
+                assert_eq!(decide(Who::Person, verdict, action), Outcome::Forwarded);
             }
+            assert_eq!(decide(CRAWLER, Exempt, action), Outcome::Forwarded);
             assert_eq!(
-                decide(Requester::Crawler, Exempt, action),
-                Outcome::Forwarded
+                decide(Who::Unnamed, Disallowed, action),
+                decide(CRAWLER, Disallowed, action)
             );
         }
     }
 
     #[test]
     fn crawlers_get_the_configured_action_when_disallowed() {
-        assert_eq!(
-            decide(Requester::Crawler, Disallowed, Block),
-            Outcome::Blocked
-        );
-        assert_eq!(decide(Requester::Crawler, Disallowed, Tag), Outcome::Tagged);
-        assert_eq!(
-            decide(Requester::Crawler, Disallowed, Count),
-            Outcome::Counted
-        );
+        assert_eq!(decide(CRAWLER, Disallowed, Block), Outcome::Blocked);
+        assert_eq!(decide(CRAWLER, Disallowed, Tag), Outcome::Tagged);
+        assert_eq!(decide(CRAWLER, Disallowed, Count), Outcome::Counted);
     }
 
     #[test]
     fn a_content_usage_verdict_is_treated_as_disallowed() {
         for action in [Block, Tag, Count] {
             assert_eq!(
-                decide(Requester::Crawler, ContentUsage, action),
-                decide(Requester::Crawler, Disallowed, action)
+                decide(CRAWLER, ContentUsage, action),
+                decide(CRAWLER, Disallowed, action)
             );
             assert_eq!(
-                decide(Requester::Person, ContentUsage, action),
+                decide(Who::Person, ContentUsage, action),
                 Outcome::Forwarded
             );
         }
@@ -298,21 +282,15 @@ mod tests {
 
     #[test]
     fn a_grace_verdict_is_treated_as_allowed() {
-        assert_eq!(decide(Requester::Crawler, Grace, Block), Outcome::Forwarded);
-        assert_eq!(decide(Requester::Crawler, Grace, Tag), Outcome::Tagged);
-        assert_eq!(decide(Requester::Crawler, Grace, Count), Outcome::Forwarded);
+        assert_eq!(decide(CRAWLER, Grace, Block), Outcome::Forwarded);
+        assert_eq!(decide(CRAWLER, Grace, Tag), Outcome::Tagged);
+        assert_eq!(decide(CRAWLER, Grace, Count), Outcome::Forwarded);
     }
 
     #[test]
     fn allowed_crawlers_are_tagged_only_in_tag_mode() {
-        assert_eq!(decide(Requester::Crawler, Allowed, Tag), Outcome::Tagged);
-        assert_eq!(
-            decide(Requester::Crawler, Allowed, Block),
-            Outcome::Forwarded
-        );
-        assert_eq!(
-            decide(Requester::Crawler, Allowed, Count),
-            Outcome::Forwarded
-        );
+        assert_eq!(decide(CRAWLER, Allowed, Tag), Outcome::Tagged);
+        assert_eq!(decide(CRAWLER, Allowed, Block), Outcome::Forwarded);
+        assert_eq!(decide(CRAWLER, Allowed, Count), Outcome::Forwarded);
     }
 }

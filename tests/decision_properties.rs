@@ -139,7 +139,7 @@ proptest! {
                     continue;
                 };
                 // What the decision says hangs together.
-                if !decision.crawler {
+                if !decision.is_crawler() {
                     prop_assert_eq!(decision.outcome, Outcome::Forwarded, "a person is never refused");
                 }
                 if decision.outcome == Outcome::Blocked && decision.verification.result.as_str() != "spoofed" {

@@ -1,20 +1,31 @@
-//! People are never refused: the User-Agents of people's browsers and apps (uap-core's fixtures,
-//! `tests/fixtures/ua`) replayed against every robots.txt of the shared corpus of real files
-//! (`CRAWLGATE_CORPUS`, else `../shared/corpus/real`; skipped with a note when absent), on paths
-//! each file disallows to some crawler, with the decision code the proxy runs: the site's
-//! crawler table (catalog and the file's own tokens), the groups a crawler obeys, the verdict,
-//! and the action under the default configuration.
+//! People are never refused: the User-Agents of people's browsers and apps (every people's
+//! corpus of `tests/common/people.rs`: uap-core's fixtures, real traffic from the npm package
+//! `user-agents`, isbot's browser fixtures) replayed against every robots.txt of the shared
+//! corpus of real files (`CRAWLGATE_CORPUS`, else `../shared/corpus/real`, read where it lies;
+//! skipped with a note when absent), through the decision the proxy runs
+//! (`proxy::decide::decide`, recording politeness state as the proxy does; reverse DNS off, so
+//! that no lookup leaves the machine): one site per file, with the file's own tokens, the
+//! default configuration (`action: block`), and the paths each file disallows to some crawler.
+//!
+//! Each person's header is decided on every site for the first of those paths; when the
+//! decision reads it as a crawler, on all of them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
-use crawlgate::agent::Identity;
-use crawlgate::catalog::Catalog;
-use crawlgate::crawlers::{CatalogIndex, Crawlers};
-use crawlgate::policy::{self, Action, Actions, Outcome, Requester, VerdictLabel};
+use bytes::Bytes;
+use crawlgate::policy::Outcome;
+use crawlgate::proxy::client::Forwarding;
+use crawlgate::proxy::config::Settings;
+use crawlgate::proxy::decide::{decide, Mode, RequestFacts};
+use crawlgate::proxy::metrics::Metrics;
+use crawlgate::proxy::site::{Snapshot, SourceState};
+use crawlgate::proxy::state::Shared;
 use crawlgate::{Robots, RuleKind};
 use std::collections::BTreeSet;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// Paths per file: enough to reach every kind of rule, few enough for a debug build.
 const PATHS_PER_FILE: usize = 40;
@@ -65,6 +76,17 @@ fn disallowed_paths(robots: &Robots) -> Vec<String> {
     paths.into_iter().take(PATHS_PER_FILE).collect()
 }
 
+/// One site per file, each the default configuration with its host.
+fn config(files: usize) -> String {
+    let mut yaml = String::from("listen: [\"127.0.0.1:1\"]\nsites:\n");
+    for i in 0..files {
+        yaml.push_str(&format!(
+            "  - name: f{i}\n    hosts: [\"f{i}.test\"]\n    upstream: \"127.0.0.1:2\"\n    robots: {{inline: \"\"}}\n"
+        ));
+    }
+    yaml
+}
+
 #[test]
 fn people_are_never_refused_by_real_robots_txt_files() {
     let dir = corpus_dir();
@@ -75,53 +97,100 @@ fn people_are_never_refused_by_real_robots_txt_files() {
         );
         return;
     }
-    let people = common::people::people();
-    let index = CatalogIndex::new(Catalog::embedded().unwrap()).unwrap();
-    let actions = Actions::for_site(Action::Block);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|entry| entry.unwrap().path())
         .filter(|path| path.extension().is_some_and(|e| e == "txt"))
         .collect();
     files.sort();
-    let (mut requests, mut refused, mut judged, mut paths_total) = (0u64, Vec::new(), 0u64, 0);
-    for file in &files {
-        let robots = Robots::parse(&std::fs::read(file).unwrap());
-        let crawlers = Crawlers::build(&index, &robots, &actions, &[]).unwrap();
-        let paths = disallowed_paths(&robots);
+    let settings = Settings::from_yaml(&config(files.len()), "people", Path::new("/")).unwrap();
+    let shared = Shared::new(&settings, Metrics::new().unwrap(), None).unwrap();
+    let catalog = shared.catalog.load();
+    let mut sites = Vec::new();
+    let mut paths_total = 0;
+    for (i, file) in files.iter().enumerate() {
+        let bytes = std::fs::read(file).unwrap();
+        let paths = disallowed_paths(&Robots::parse(&bytes));
         paths_total += paths.len();
-        for user_agent in &people {
-            let identity = crawlers.classify(user_agent.as_bytes());
-            let Some(crawler) = crawlers.row(&identity) else {
-                requests += paths.len() as u64;
-                continue;
-            };
-            for path in &paths {
-                requests += 1;
-                judged += 1;
-                let verdict = robots.check_selected(crawler.selected, path);
-                let label = if verdict.allowed {
-                    VerdictLabel::Allowed
-                } else {
-                    VerdictLabel::Disallowed
-                };
-                if policy::decide(Requester::Crawler, label, crawler.action) == Outcome::Blocked {
-                    refused.push(format!(
-                        "{}: {path} refused to {user_agent} (read as {})",
-                        file.file_name().unwrap().to_string_lossy(),
-                        crawler.name
-                    ));
-                }
-            }
-            assert!(
-                !matches!(identity, Identity::Crawler { agent, .. } if agent.category == crawlgate::agent::Category::Unlisted),
-                "{user_agent} read as the site's own token in {}",
-                file.display()
-            );
+        let all = shared.sites.load();
+        let site = all.by_name(&format!("f{i}")).unwrap();
+        let snapshot = Snapshot::build(
+            &site.settings,
+            &catalog,
+            Bytes::from(bytes),
+            SourceState::Loaded,
+        )
+        .unwrap();
+        site.replace(snapshot);
+        if !paths.is_empty() {
+            let name = file.file_name().unwrap().to_string_lossy().into_owned();
+            sites.push((format!("f{i}.test"), name, paths));
         }
     }
+    let people = common::people::people();
+    let peer: IpAddr = "198.51.100.7".parse().unwrap();
+    let refused = Mutex::new(Vec::new());
+    // (requests covered, decisions run, decided as a crawler's)
+    let tally = Mutex::new((0u64, 0u64, 0u64));
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let chunk = people.len().div_ceil(workers);
+    std::thread::scope(|scope| {
+        for part in people.chunks(chunk) {
+            let (shared, sites, refused, tally) = (&shared, &sites, &refused, &tally);
+            scope.spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                let (mut requests, mut decisions, mut judged) = (0u64, 0u64, 0u64);
+                let mut found = Vec::new();
+                for user_agent in part {
+                    for (host, name, paths) in sites {
+                        for (n, path) in paths.iter().enumerate() {
+                            let facts = RequestFacts {
+                                host: Some(host.as_bytes()),
+                                path,
+                                user_agent: user_agent.as_bytes(),
+                                peer: Some(peer),
+                                forwarding: Forwarding::Lines(&[]),
+                                signature: None,
+                            };
+                            let mode = Mode {
+                                record: true,
+                                use_dns: false,
+                            };
+                            let decision = runtime.block_on(decide(shared, &facts, mode)).unwrap();
+                            requests += 1;
+                            decisions += 1;
+                            if matches!(decision.outcome, Outcome::Blocked | Outcome::Throttled) {
+                                found.push(format!(
+                                    "{name}: {path} refused to {user_agent} (read as {})",
+                                    decision.bot()
+                                ));
+                            }
+                            if !decision.is_crawler() {
+                                // A person's decision never looks at the path: the other paths
+                                // of this file are decided alike.
+                                assert_eq!(n, 0);
+                                requests += paths.len() as u64 - 1;
+                                break;
+                            }
+                            judged += 1;
+                        }
+                    }
+                }
+                refused.lock().unwrap().extend(found);
+                let mut tally = tally.lock().unwrap();
+                tally.0 += requests;
+                tally.1 += decisions;
+                tally.2 += judged;
+            });
+        }
+    });
+    let refused = refused.into_inner().unwrap();
+    let (requests, decisions, judged) = tally.into_inner().unwrap();
     println!(
-        "{} people's User-Agents x {} real robots.txt files, {} disallowed paths: {requests} requests, {judged} judged as crawlers' (HTTP libraries, counted), {} refused",
+        "{} people's User-Agents x {} real robots.txt files, {} disallowed paths: {requests} requests, {decisions} decisions run, {judged} of them decided as crawlers' (HTTP libraries, counted), {} refused",
         people.len(),
         files.len(),
         paths_total,

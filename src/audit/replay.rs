@@ -14,7 +14,7 @@ use super::time;
 use super::timeline::{Kind, Timeline};
 use super::topk::TopK;
 use super::AuditError;
-use crate::agent::{ClassifierError, Identity};
+use crate::agent::{ClassifierError, Who};
 use crate::catalog::Catalog;
 use crate::crawlers::{CatalogIndex, Crawlers};
 use crate::policy::{self, Actions};
@@ -422,9 +422,9 @@ impl<'a> Replay<'a> {
         }
         let unnamed = self.audit.crawlers.len();
         let slot = match self.audit.crawlers.classify(user_agent) {
-            Identity::Crawler { index, .. } => index,
-            Identity::Unnamed => unnamed,
-            Identity::Person => return self.remember(user_agent, PERSON),
+            Who::Crawler(index) => index,
+            Who::Unnamed => unnamed,
+            Who::Person => return self.remember(user_agent, PERSON),
         };
         self.remember(user_agent, u32::try_from(slot).unwrap_or(PERSON))
     }

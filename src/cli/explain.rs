@@ -1,8 +1,7 @@
 //! `crawlgate explain`: the whole decision on one request, as the proxy would make it.
 
 use super::{CliError, ExitStatus};
-use crate::agent::Signal;
-use crate::crawlers::Origin;
+use crate::agent::{Category, Place};
 use crate::proxy::client::Forwarding;
 use crate::proxy::config::{RobotsSource, Settings};
 use crate::proxy::decide::{self, Decision, Mode, RequestFacts};
@@ -315,7 +314,7 @@ fn provenance(snapshot: &Snapshot) -> String {
 
 /// Whose crawl-delay slot and robots.txt-fetch memory the request counts in.
 fn politeness(decision: &Decision) -> String {
-    let bot = &decision.bot;
+    let bot = decision.bot();
     match &decision.subject {
         Subject::Crawler(_) => format!("shared by every verified {bot} address"),
         Subject::Claim(_, addr) => {
@@ -341,6 +340,7 @@ fn to_json(decision: &Decision, path: &str, facts: &Facts<'_>) -> String {
     let snapshot = &decision.snapshot;
     let group_lines = group_lines(decision);
     let row = decision.crawler();
+    let classified = snapshot.crawlers.read(facts.user_agent);
     let preference = preference_of(decision, path);
     let settings = &decision.site.settings;
     let content_usage = json!({
@@ -359,14 +359,15 @@ fn to_json(decision: &Decision, path: &str, facts: &Facts<'_>) -> String {
         "client_via": facts.forwarding.via,
         "forwarding_header": facts.forwarding.header_read,
         "forwarding_ignored": facts.forwarding.ignored,
-        "bot": &*decision.bot,
+        "bot": &**decision.bot(),
         "name": row.map(|c| &*c.row.name),
-        "token": &*decision.token,
-        "category": decision.category,
-        "signal": signal_of(decision, facts.user_agent),
+        "token": &**decision.token(),
+        "category": decision.category(),
+        "signal": classified.signal,
+        "place": classified.place.map(Place::describe),
         "group": decision.selected.group(),
         "group_token": row.and_then(|c| c.group_token().map(str::to_owned)),
-        "crawler": decision.crawler,
+        "crawler": decision.is_crawler(),
         "verification": decision.verification,
         "robots": {
             "state": snapshot.state.as_str(),
@@ -415,18 +416,19 @@ fn write_text(
     let Some(row) = decision.crawler() else {
         writeln!(
             out,
-            "requester:     a person: a browser or an app (no known crawler token where it counts, and no crawler word naming a product, URL or e-mail address)"
+            "requester:     a person: a browser or an app (no known crawler token, crawler word or crawler's form where a header names its client, and no URL or e-mail address outside its platform comment)"
         )?;
         writeln!(out, "action:        forwarded: people are never blocked")?;
         return Ok(());
     };
-    let why = match signal_of(decision, facts.user_agent) {
-        Some(signal) if row.origin != Origin::Catalog => {
+    let classified = decision.snapshot.crawlers.read(facts.user_agent);
+    let why = match classified.signal {
+        Some(signal) if !row.is_catalogs() => {
             format!(", its header carries {}", signal.describe())
         }
         _ => String::new(),
     };
-    let named = if row.origin == Origin::Site {
+    let named = if row.category == Category::Unlisted {
         ", named only by this site"
     } else {
         ""
@@ -434,25 +436,30 @@ fn write_text(
     writeln!(
         out,
         "crawler:       {} ({}{named}{why})",
-        row.name, decision.category
+        row.name,
+        decision.category()
     )?;
+    if let (Some(place), true) = (classified.place, decision.who == classified.who) {
+        writeln!(out, "named in:      {}", place.describe())?;
+    }
     let v = &decision.verification;
     writeln!(
         out,
         "verification:  {} by {}: {}",
         v.result.as_str(),
-        v.method,
+        v.method.as_str(),
         v.detail
     )?;
     let snapshot = &decision.snapshot;
-    let token = if decision.token.is_empty() {
+    let judged_token = decision.token();
+    let token = if judged_token.is_empty() {
         "*"
     } else {
-        &*decision.token
+        &**judged_token
     };
     let lines: Vec<String> = group_lines(decision).iter().map(u32::to_string).collect();
     let lines = lines.join(", ");
-    let judged_as_row = !decision.token.is_empty() && decision.token == row.token;
+    let judged_as_row = !judged_token.is_empty() && *judged_token == row.token;
     let group = match (decision.selected.group(), row.group_token()) {
         (GroupKind::Agent, Some(own)) if own.eq_ignore_ascii_case(&row.token) => {
             format!("its own group at line {lines}")
@@ -493,7 +500,7 @@ fn write_text(
             rule.line,
             rule.text(),
             refusal.usage.label(),
-            decision.category
+            decision.category()
         ),
         (_, _, Some(rule)) => format!(
             "line {} ({}: {})",
@@ -544,7 +551,7 @@ fn write_text(
             out,
             "crawl-delay:   {} s ({}){}",
             delay.seconds,
-            delay.mode,
+            delay.mode.as_str(),
             if delay.exceeded {
                 ": exceeded"
             } else {
@@ -594,10 +601,6 @@ fn group_lines(decision: &Decision) -> Vec<u32> {
 }
 
 /// The crawler signal of the request's header, for an unnamed crawler or a site's own token.
-fn signal_of(decision: &Decision, user_agent: &[u8]) -> Option<Signal> {
-    decision.snapshot.crawlers.classify_why(user_agent).1
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,13 +8,12 @@ use super::config::CrawlDelayMode;
 use super::politeness::{Pace, PaceQuery, Subject};
 use super::site::{Site, Snapshot};
 use super::state::Shared;
-use super::ua_memo::Class;
 use super::verify::signature::check::{is_signed, RequestView};
-use super::verify::signature::SignatureVerdict;
-use super::verify::{Verification, Verified};
-use crate::agent::Identity;
+use super::verify::signature::{SignatureOutcome, SignatureVerdict};
+use super::verify::{Method, Verification, Verified};
+use crate::agent::{Category, Who};
 use crate::crawlers::Crawler;
-use crate::policy::{self, Action, Outcome, Requester, VerdictLabel};
+use crate::policy::{self, Action, Outcome, VerdictLabel};
 use crate::robots::{path, PreferenceRule, Selected, Usage};
 use serde::Serialize;
 use std::net::{IpAddr, Ipv4Addr};
@@ -65,7 +64,12 @@ pub struct CrawlDelay {
     /// When it may come again, if it came too soon.
     pub retry_after_seconds: Option<u64>,
     /// What the site does about it.
-    pub mode: &'static str,
+    #[serde(serialize_with = "mode_as_str")]
+    pub mode: CrawlDelayMode,
+}
+
+fn mode_as_str<S: serde::Serializer>(mode: &CrawlDelayMode, out: S) -> Result<S::Ok, S::Error> {
+    out.serialize_str(mode.as_str())
 }
 
 /// A decision, with everything that went into it.
@@ -83,23 +87,16 @@ pub struct Decision {
     pub client: IpAddr,
     /// Whose politeness state (crawl-delay slot, robots.txt fetches) the request counts in.
     pub subject: Subject,
-    /// The metric label of the requester (`GPTBot`, `MJ12bot`, `unnamed`, `person`).
-    pub bot: Arc<str>,
-    /// The product token robots.txt is asked about (`""` for `*`).
-    pub token: Arc<str>,
-    /// Its row of the site's crawler table (in `snapshot`), or a person.
-    pub class: Class,
+    /// Who asks: a person, an unnamed crawler, or a row of the site's crawler table (in
+    /// `snapshot`): the claimed one, or the one a verified signature speaks for.
+    pub who: Who,
     /// The groups it is judged by in the snapshot in force (its own, its operator's fallback's,
     /// `*`, or none).
     pub selected: Selected,
-    /// The category label.
-    pub category: &'static str,
-    /// Whether it is a crawler.
-    pub crawler: bool,
     /// Verification.
     pub verification: Verification,
     /// What its Web Bot Auth signature said (`unsigned` when it has none).
-    pub signature: &'static str,
+    pub signature: SignatureOutcome,
     /// A valid signature seen before: refused with 429, whatever the site's action.
     pub replayed: bool,
     /// robots.txt's verdict.
@@ -132,13 +129,47 @@ pub struct Refusal {
 }
 
 impl Decision {
-    /// The crawler's row of the site's table; `None` for a person.
+    /// The crawler's row of the site's table (the one it claims to be); `None` for a person.
     pub fn crawler(&self) -> Option<Crawler<'_>> {
-        match self.class {
-            Class::Crawler(index) => self.snapshot.crawlers.get(index),
-            Class::Unnamed => Some(self.snapshot.crawlers.unnamed()),
-            Class::Person => None,
+        self.snapshot.crawlers.row(self.who)
+    }
+
+    /// Whether it is a crawler.
+    pub fn is_crawler(&self) -> bool {
+        self.who.is_crawler()
+    }
+
+    /// The row robots.txt is read for: its own, or the unnamed crawlers' when its claim is
+    /// spoofed (a fake Googlebot is not Googlebot) or it is a person.
+    pub fn judged(&self) -> Crawler<'_> {
+        match self.crawler() {
+            Some(crawler) if self.verification.result != Verified::Spoofed => crawler,
+            _ => self.snapshot.crawlers.unnamed(),
         }
+    }
+
+    /// The metric label of the requester (`GPTBot`, `MJ12bot`, `unnamed`, `person`).
+    pub fn bot(&self) -> &Arc<str> {
+        match self.crawler() {
+            Some(crawler) => &crawler.row.label,
+            None => self.snapshot.crawlers.person_label(),
+        }
+    }
+
+    /// The product token robots.txt is asked about (`""` for `*`).
+    pub fn token(&self) -> &Arc<str> {
+        &self.judged().row.token
+    }
+
+    /// The category label (`person` for a person).
+    pub fn category(&self) -> &'static str {
+        self.crawler()
+            .map_or("person", |crawler| crawler.category.as_str())
+    }
+
+    /// The category of the crawler it claims to be.
+    pub fn crawler_category(&self) -> Option<Category> {
+        self.crawler().map(|crawler| crawler.category)
     }
 
     /// The deciding rule.
@@ -183,12 +214,12 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     let peer = canonical(facts.peer.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
     let client = global.trusted.client_of(peer, &facts.forwarding);
     let snapshot = site.snapshot.load_full();
-    let mut identity = snapshot.classify(facts.user_agent);
-    let mut crawler = snapshot.crawler(&identity);
+    let mut who = snapshot.classify(facts.user_agent);
+    let mut crawler = snapshot.crawler(who);
     let signature = match &facts.signature {
         Some(view) if is_signed(view.headers) => {
-            let claimed = match identity {
-                Identity::Crawler { .. } => crawler.map(|c| c.token_lower.clone()),
+            let claimed = match who {
+                Who::Crawler(_) => crawler.map(|c| c.token_lower.clone()),
                 _ => None,
             };
             shared
@@ -204,7 +235,7 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
             Some(directory),
             Verification::by(
                 Verified::Verified,
-                "signature",
+                Method::Signature,
                 format!("signed with key {keyid} of {}", directory.url),
             ),
         ),
@@ -215,7 +246,7 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
             Some(directory),
             Verification::by(
                 Verified::Spoofed,
-                "signature",
+                Method::Signature,
                 format!("an invalid signature for {}: {why}", directory.url),
             ),
         ),
@@ -223,7 +254,7 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
             Some(directory),
             Verification::by(
                 Verified::Spoofed,
-                "signature",
+                Method::Signature,
                 format!(
                     "a replayed signature: its nonce came before with a valid signature of {}",
                     directory.url
@@ -234,13 +265,12 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     };
     let signer = directory
         .and_then(|d| d.bot.as_deref())
-        .and_then(|bot| row_of(&snapshot, bot))
-        .and_then(|index| Some((index, snapshot.crawlers.agent(index)?)));
+        .and_then(|bot| row_of(&snapshot, bot));
     let replayed = matches!(signature, SignatureVerdict::Replayed { .. });
     let signed = match signer {
-        Some((index, agent)) => {
-            identity = Identity::Crawler { index, agent };
-            crawler = snapshot.crawler(&identity);
+        Some(index) => {
+            who = Who::Crawler(index);
+            crawler = snapshot.crawler(who);
             Some(signed)
         }
         // A replay is refused even when its directory speaks for no crawler of the table.
@@ -249,39 +279,31 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     };
     let robots_txt = is_robots_txt(facts.path);
     let site_name = &site.name;
-    let class = match identity {
-        Identity::Crawler { index, .. } => Class::Crawler(index),
-        Identity::Unnamed => Class::Unnamed,
-        Identity::Person => Class::Person,
-    };
-    let (requester, category) = match crawler {
-        Some(crawler) => (Requester::Crawler, crawler.category.as_str()),
-        None => (Requester::Person, "person"),
-    };
-    let verification = match (identity, crawler) {
+    let verification = match (who, crawler) {
         _ if signed.is_some() => signed.unwrap_or_else(Verification::none),
-        (Identity::Crawler { .. }, Some(crawler)) => {
+        (Who::Crawler(_), Some(crawler)) => {
             global
                 .verifier
                 .verify(&crawler.token, &crawler.token_lower, client, mode.use_dns)
                 .await
         }
-        (Identity::Crawler { .. }, None) => Verification::fixed(
+        (Who::Crawler(_), None) => Verification::fixed(
             Verified::Unverifiable,
             "no published ranges or reverse DNS are configured for this crawler",
         ),
-        (Identity::Unnamed, _) => Verification::fixed(
+        (Who::Unnamed, _) => Verification::fixed(
             Verified::Unverifiable,
             "an unnamed crawler claims no identity",
         ),
-        (Identity::Person, _) => Verification::none(),
+        (Who::Person, _) => Verification::none(),
     };
     // A signature crawlgate could not check says why nothing else could verify the claim.
     let verification = match &signature {
         SignatureVerdict::Unverifiable { why }
-            if verification.result == Verified::Unverifiable && verification.method == "none" =>
+            if verification.result == Verified::Unverifiable
+                && verification.method == Method::None =>
         {
-            Verification::by(Verified::Unverifiable, "signature", why.clone())
+            Verification::by(Verified::Unverifiable, Method::Signature, why.clone())
         }
         _ => verification,
     };
@@ -295,11 +317,9 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     };
     // Only a verified crawler shares one state across its addresses: a claim nobody checked
     // counts against its own address, so a forger uses up its own slot and not the crawler's.
-    let subject = match (&identity, verification.result) {
-        (Identity::Crawler { .. }, Verified::Verified) => {
-            Subject::Crawler(judged.token_lower.clone())
-        }
-        (Identity::Crawler { .. }, Verified::Unverifiable) => {
+    let subject = match (who, verification.result) {
+        (Who::Crawler(_), Verified::Verified) => Subject::Crawler(judged.token_lower.clone()),
+        (Who::Crawler(_), Verified::Unverifiable) => {
             Subject::Claim(judged.token_lower.clone(), client)
         }
         _ => Subject::Client(client),
@@ -312,17 +332,10 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
         peer,
         client,
         subject,
-        bot: crawler.map_or_else(
-            || snapshot.crawlers.person_label().clone(),
-            |c| c.label.clone(),
-        ),
-        token: judged.token.clone(),
-        class,
+        who,
         selected: judged.selected,
-        category,
-        crawler: requester == Requester::Crawler,
         verification,
-        signature: signature.label(),
+        signature: signature.outcome(),
         replayed,
         verdict: VerdictLabel::Exempt,
         rule: None,
@@ -334,7 +347,7 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
         crawl_delay: None,
         content_usage: None,
     };
-    if requester == Requester::Person {
+    if !who.is_crawler() {
         return Some(decision);
     }
     let store = &shared.store;
@@ -370,8 +383,7 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
         .crawl_delay_selected(decision.selected)
         .filter(|d| !d.is_zero() && delay_mode != CrawlDelayMode::Off && !spoofed);
     let pace = delay.and_then(|delay| {
-        let forwarded =
-            |label| policy::decide(requester, label, decision.action) != Outcome::Blocked;
+        let forwarded = |label| policy::decide(who, label, decision.action) != Outcome::Blocked;
         if forwarded(decision.verdict) {
             Some(PaceQuery {
                 delay,
@@ -425,7 +437,7 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
         };
         return Some(decision);
     }
-    decision.outcome = policy::decide(requester, decision.verdict, decision.action);
+    decision.outcome = policy::decide(who, decision.verdict, decision.action);
 
     if let (Some(delay), Some(pace)) = (delay, visit.pace) {
         let (exceeded, retry_after) = match pace {
@@ -436,7 +448,7 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
             seconds: delay.as_secs_f64(),
             exceeded,
             retry_after_seconds: retry_after.map(ceil_seconds),
-            mode: delay_mode.as_str(),
+            mode: delay_mode,
         });
         if exceeded {
             decision.outcome = match delay_mode {
@@ -468,10 +480,9 @@ fn refused_use(snapshot: &Snapshot, crawler: Crawler<'_>, path: &str) -> Option<
 /// The row of the crawler `token` in a snapshot's table: the classifier's answer for the bare
 /// token when it is that crawler (one automaton pass), else a scan of the table.
 fn row_of(snapshot: &Snapshot, token: &str) -> Option<usize> {
-    match snapshot.classify(token.as_bytes()) {
-        Identity::Crawler { index, agent } if agent.token.eq_ignore_ascii_case(token) => {
-            Some(index)
-        }
+    let row = snapshot.classify(token.as_bytes()).row();
+    match row.and_then(|index| snapshot.crawlers.get(index)) {
+        Some(crawler) if crawler.token.eq_ignore_ascii_case(token) => row,
         _ => snapshot.crawlers.position(token),
     }
 }

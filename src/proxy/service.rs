@@ -11,7 +11,8 @@ use super::decide::{self, Decision, Mode, RequestFacts};
 use super::site::{Snapshot, SourceState};
 use super::state::Shared;
 use super::verify::signature::check::{is_signed, RequestView};
-use super::verify::Verified;
+use super::verify::signature::SignatureOutcome;
+use super::verify::{Method, Verified};
 use crate::policy::{Outcome, VerdictLabel};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -191,10 +192,10 @@ fn request_host(request: &RequestHeader) -> Result<Option<&[u8]>, HostProblem> {
 
 /// The text of a blocked request's response: which rule, or why the crawler is refused.
 pub fn block_message(decision: &Decision, path: &str) -> String {
-    let bot = &decision.bot;
+    let bot = decision.bot();
     let path = sanitize(path);
     if decision.verification.result == Verified::Spoofed
-        && decision.verification.method == "signature"
+        && decision.verification.method == Method::Signature
     {
         return format!(
             "crawlgate: this request's signature does not prove it is {bot} ({}); {path} was not fetched\n",
@@ -214,7 +215,7 @@ pub fn block_message(decision: &Decision, path: &str) -> String {
             rule.line,
             sanitize(&rule.text()),
             refusal.usage.label(),
-            decision.category,
+            decision.category(),
         );
     }
     match (decision.snapshot.stand_in_reason(), decision.rule()) {
@@ -262,7 +263,7 @@ fn throttle_message(decision: &Decision) -> String {
     let delay = decision.crawl_delay.as_ref().map_or(0.0, |d| d.seconds);
     format!(
         "robots.txt asks {} to wait {delay} s between requests (crawl-delay); come back later\n",
-        decision.bot
+        decision.bot()
     )
 }
 
@@ -403,14 +404,17 @@ impl ProxyHttp for CrawlGate {
             return Ok(());
         }
         let prefix = &decision.site.settings.tag_prefix;
-        upstream.insert_header(format!("{prefix}Bot"), decision.bot.as_ref())?;
+        upstream.insert_header(format!("{prefix}Bot"), decision.bot().as_ref())?;
         upstream.insert_header(format!("{prefix}Verdict"), decision.verdict.as_str())?;
         upstream.insert_header(
             format!("{prefix}Verified"),
             decision.verification.result.as_str(),
         )?;
-        if decision.verification.method != "none" {
-            upstream.insert_header(format!("{prefix}Verified-By"), decision.verification.method)?;
+        if decision.verification.method != Method::None {
+            upstream.insert_header(
+                format!("{prefix}Verified-By"),
+                decision.verification.method.as_str(),
+            )?;
         }
         if let Some(rule) = decision.rule() {
             let value = format!(
@@ -477,16 +481,17 @@ impl ProxyHttp for CrawlGate {
         };
         let site = decision.site.settings.name.as_str();
         let metrics = &self.shared.metrics;
+        let (bot, category) = (decision.bot(), decision.category());
         let labels = [
             site,
-            &decision.bot,
-            decision.category,
+            bot,
+            category,
             decision.verdict.as_str(),
             decision.outcome.as_str(),
             decision.verification.result.as_str(),
         ];
         // A person's forwarded request always has the same labels (bot and category `person`).
-        let person = !decision.crawler
+        let person = !decision.is_crawler()
             && decision.verdict == VerdictLabel::Exempt
             && decision.outcome == Outcome::Forwarded
             && decision.verification.result == Verified::None;
@@ -500,51 +505,43 @@ impl ProxyHttp for CrawlGate {
             metrics.requests.with_label_values(&labels).inc();
         }
         // Which method verified (or refuted) a crawler: people are never checked.
-        if decision.crawler && decision.verification.result != Verified::None {
+        if decision.is_crawler() && decision.verification.result != Verified::None {
             metrics
                 .verifications
                 .with_label_values(&[
                     site,
-                    &decision.bot,
+                    bot,
                     decision.verification.result.as_str(),
-                    decision.verification.method,
+                    decision.verification.method.as_str(),
                 ])
                 .inc();
         }
         // Unsigned requests are the rest of crawlgate_requests_total: not counted twice.
-        if decision.crawler && decision.signature != "unsigned" {
+        if decision.is_crawler() && decision.signature != SignatureOutcome::Unsigned {
             metrics
                 .signatures
-                .with_label_values(&[site, &decision.bot, decision.signature])
+                .with_label_values(&[site, bot, decision.signature.as_str()])
                 .inc();
         }
         if decision.robots_txt {
-            metrics
-                .robots_fetches
-                .with_label_values(&[site, &decision.bot])
-                .inc();
+            metrics.robots_fetches.with_label_values(&[site, bot]).inc();
         }
-        if decision.crawler && !decision.robots_txt && decision.robots_unread {
+        if decision.is_crawler() && !decision.robots_txt && decision.robots_unread {
             metrics
                 .requests_without_robots_fetch
-                .with_label_values(&[site, &decision.bot])
+                .with_label_values(&[site, bot])
                 .inc();
         }
         if let Some(refusal) = decision.content_usage {
             metrics
                 .content_usage
-                .with_label_values(&[
-                    site,
-                    &decision.bot,
-                    refusal.usage.label(),
-                    decision.outcome.as_str(),
-                ])
+                .with_label_values(&[site, bot, refusal.usage.label(), decision.outcome.as_str()])
                 .inc();
         }
         if let Some(delay) = decision.crawl_delay.as_ref().filter(|d| d.exceeded) {
             metrics
                 .crawl_delay_exceeded
-                .with_label_values(&[site, &decision.bot, delay.mode])
+                .with_label_values(&[site, bot, delay.mode.as_str()])
                 .inc();
         }
         if let Some(error) = error {
@@ -563,7 +560,7 @@ impl ProxyHttp for CrawlGate {
         let Some(log) = &self.shared.access_log else {
             return;
         };
-        if !decision.crawler {
+        if !decision.is_crawler() {
             return;
         }
         let request = session.req_header();
@@ -580,10 +577,10 @@ impl ProxyHttp for CrawlGate {
             client: decision.client.to_string(),
             method: request.method.as_str(),
             path: &path,
-            bot: &decision.bot,
-            category: decision.category,
+            bot,
+            category,
             verified: decision.verification.result.as_str(),
-            verified_by: decision.verification.method,
+            verified_by: decision.verification.method.as_str(),
             verdict: decision.verdict.as_str(),
             rule_line: decision.deciding_line(),
             action: decision.outcome.as_str(),

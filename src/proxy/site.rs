@@ -6,8 +6,8 @@
 //! so that no request ever sees half a reload.
 
 use super::config::{OnUnreachable, RobotsSource, SiteSettings, UpstreamAddr};
-use super::ua_memo::{self, Class};
-use crate::agent::{ClassifierError, Identity};
+use super::ua_memo;
+use crate::agent::{ClassifierError, Who};
 use crate::crawlers::{Crawler, Crawlers};
 use crate::robots::{Options, Robots};
 use arc_swap::{ArcSwap, ArcSwapOption};
@@ -128,32 +128,18 @@ impl Snapshot {
     /// Classifies a User-Agent against the catalog and this site's own tokens (see
     /// [`Crawlers::classify`]). Recent headers are answered from the worker thread's memo
     /// ([`ua_memo`]).
-    pub fn classify<'a>(&'a self, user_agent: &[u8]) -> Identity<'a> {
-        let class = ua_memo::classify_memoized(self.id, user_agent, || {
-            match self.crawlers.classify(user_agent) {
-                Identity::Crawler { index, .. } => Class::Crawler(index),
-                Identity::Unnamed => Class::Unnamed,
-                Identity::Person => Class::Person,
-            }
-        });
-        match class {
-            Class::Crawler(index) => match self.crawlers.agent(index) {
-                Some(agent) => Identity::Crawler { index, agent },
-                None => Identity::Unnamed,
-            },
-            Class::Unnamed => Identity::Unnamed,
-            Class::Person => Identity::Person,
-        }
+    pub fn classify(&self, user_agent: &[u8]) -> Who {
+        ua_memo::classify_memoized(self.id, user_agent, || self.crawlers.classify(user_agent))
     }
 
     /// [`Snapshot::classify`] without the memo.
-    pub fn classify_afresh<'a>(&'a self, user_agent: &[u8]) -> Identity<'a> {
+    pub fn classify_afresh(&self, user_agent: &[u8]) -> Who {
         self.crawlers.classify(user_agent)
     }
 
-    /// The crawler an identity is: its row of the site's table, or none for a person.
-    pub fn crawler(&self, identity: &Identity<'_>) -> Option<Crawler<'_>> {
-        self.crawlers.row(identity)
+    /// The crawler `who` is: its row of the site's table, or none for a person.
+    pub fn crawler(&self, who: Who) -> Option<Crawler<'_>> {
+        self.crawlers.row(who)
     }
 
     /// Why this snapshot is a stand-in, for block messages and logs.
@@ -380,7 +366,7 @@ mod tests {
 
     fn label(snapshot: &Snapshot, ua: &[u8]) -> Option<String> {
         snapshot
-            .crawler(&snapshot.classify(ua))
+            .crawler(snapshot.classify(ua))
             .map(|crawler| crawler.label.to_string())
     }
 
@@ -395,7 +381,7 @@ mod tests {
         let snapshot = site.snapshot.load();
         let row = |ua: &[u8]| {
             snapshot
-                .crawler(&snapshot.classify(ua))
+                .crawler(snapshot.classify(ua))
                 .map(|c| (c.label.clone(), c.action))
         };
         let foo = row(b"FooCrawler/1.0").unwrap();

@@ -1,4 +1,4 @@
-//! A memo of recent User-Agent classifications, one per worker thread.
+//! A memo of recent User-Agent classifications ([`Who`]), one per worker thread.
 //!
 //! A site's traffic comes from a few hundred distinct User-Agent headers, repeated on every
 //! request, and scanning one costs more than hashing it. Each thread keeps a small direct-mapped
@@ -8,6 +8,7 @@
 //! [`MAX_MEMO_LEN`] are classified every time; memory is bounded by `SLOTS × MAX_MEMO_LEN` per
 //! thread, and a flood of distinct headers only evicts entries.
 
+use crate::agent::Who;
 use std::cell::RefCell;
 use std::hash::BuildHasher;
 
@@ -17,23 +18,12 @@ const SLOTS: usize = 256;
 /// The longest header kept: real browsers' and crawlers' headers are well under it.
 pub const MAX_MEMO_LEN: usize = 512;
 
-/// A classification, independent of the classifier's lifetime.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
-    /// Known crawler, by its index in the snapshot's agents.
-    Crawler(usize),
-    /// An unnamed crawler.
-    Unnamed,
-    /// A person.
-    Person,
-}
-
 #[derive(Default)]
 struct Slot {
     /// Snapshot id; 0 marks an empty slot (ids start at 1).
     snapshot: u64,
     user_agent: Vec<u8>,
-    class: Option<Class>,
+    who: Option<Who>,
 }
 
 thread_local! {
@@ -42,11 +32,7 @@ thread_local! {
 
 /// The classification of `user_agent` under snapshot `snapshot` (a nonzero id unique to the
 /// classifier), from this thread's memo or else from `classify`, which is then remembered.
-pub fn classify_memoized(
-    snapshot: u64,
-    user_agent: &[u8],
-    classify: impl FnOnce() -> Class,
-) -> Class {
+pub fn classify_memoized(snapshot: u64, user_agent: &[u8], classify: impl FnOnce() -> Who) -> Who {
     if snapshot == 0 || user_agent.len() > MAX_MEMO_LEN {
         return classify();
     }
@@ -58,23 +44,23 @@ pub fn classify_memoized(
         let memo = memo.borrow();
         memo.get(index).and_then(|slot| {
             (slot.snapshot == snapshot && slot.user_agent == user_agent)
-                .then_some(slot.class)
+                .then_some(slot.who)
                 .flatten()
         })
     });
-    if let Some(class) = found {
-        return class;
+    if let Some(who) = found {
+        return who;
     }
-    let class = classify();
+    let who = classify();
     MEMO.with(|memo| {
         if let Some(slot) = memo.borrow_mut().get_mut(index) {
             slot.snapshot = snapshot;
             slot.user_agent.clear();
             slot.user_agent.extend_from_slice(user_agent);
-            slot.class = Some(class);
+            slot.who = Some(who);
         }
     });
-    class
+    who
 }
 
 #[cfg(test)]
@@ -82,10 +68,10 @@ mod tests {
     use super::*;
     use std::cell::Cell;
 
-    fn counted(calls: &Cell<usize>, class: Class) -> impl FnOnce() -> Class + '_ {
+    fn counted(calls: &Cell<usize>, who: Who) -> impl FnOnce() -> Who + '_ {
         move || {
             calls.set(calls.get() + 1);
-            class
+            who
         }
     }
 
@@ -94,8 +80,8 @@ mod tests {
         let calls = Cell::new(0);
         let ua = b"Mozilla/5.0 (compatible; Googlebot/2.1)";
         for _ in 0..3 {
-            let class = classify_memoized(7, ua, counted(&calls, Class::Crawler(3)));
-            assert_eq!(class, Class::Crawler(3));
+            let who = classify_memoized(7, ua, counted(&calls, Who::Crawler(3)));
+            assert_eq!(who, Who::Crawler(3));
         }
         assert_eq!(calls.get(), 1);
     }
@@ -103,13 +89,13 @@ mod tests {
     #[test]
     fn another_snapshot_or_header_is_classified_afresh() {
         let calls = Cell::new(0);
-        classify_memoized(11, b"FooBot", counted(&calls, Class::Unnamed));
+        classify_memoized(11, b"FooBot", counted(&calls, Who::Unnamed));
         // The same header under another snapshot (a reload, another site).
-        let class = classify_memoized(12, b"FooBot", counted(&calls, Class::Person));
-        assert_eq!(class, Class::Person);
+        let who = classify_memoized(12, b"FooBot", counted(&calls, Who::Person));
+        assert_eq!(who, Who::Person);
         // A header differing only in case is another header.
-        let class = classify_memoized(12, b"foobot", counted(&calls, Class::Unnamed));
-        assert_eq!(class, Class::Unnamed);
+        let who = classify_memoized(12, b"foobot", counted(&calls, Who::Unnamed));
+        assert_eq!(who, Who::Unnamed);
         assert_eq!(calls.get(), 3);
     }
 
@@ -117,10 +103,10 @@ mod tests {
     fn long_headers_and_unnumbered_snapshots_are_not_kept() {
         let calls = Cell::new(0);
         let long = vec![b'a'; MAX_MEMO_LEN + 1];
-        classify_memoized(13, &long, counted(&calls, Class::Person));
-        classify_memoized(13, &long, counted(&calls, Class::Person));
-        classify_memoized(0, b"x", counted(&calls, Class::Person));
-        classify_memoized(0, b"x", counted(&calls, Class::Person));
+        classify_memoized(13, &long, counted(&calls, Who::Person));
+        classify_memoized(13, &long, counted(&calls, Who::Person));
+        classify_memoized(0, b"x", counted(&calls, Who::Person));
+        classify_memoized(0, b"x", counted(&calls, Who::Person));
         assert_eq!(calls.get(), 4);
     }
 
@@ -130,7 +116,7 @@ mod tests {
         let headers: Vec<Vec<u8>> = (0..SLOTS * 4)
             .map(|i| format!("agent-{i}").into_bytes())
             .collect();
-        let truth = |i: usize| Class::Crawler(i);
+        let truth = |i: usize| Who::Crawler(i);
         for round in 0..3 {
             for (i, header) in headers.iter().enumerate().rev().skip(round) {
                 assert_eq!(classify_memoized(21, header, || truth(i)), truth(i));

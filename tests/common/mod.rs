@@ -6,6 +6,7 @@
 
 pub mod combined;
 pub mod counting;
+pub mod isbot;
 pub mod people;
 pub mod reference;
 pub mod rng;

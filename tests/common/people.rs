@@ -1,16 +1,23 @@
-//! Real, labelled User-Agents (`tests/fixtures/ua/SOURCE.md`): people's browsers and apps from
-//! ua-parser/uap-core's fixtures, labelled by uap-core, and crawlers from
-//! monperrus/crawler-user-agents.
+//! Real, labelled User-Agents (`tests/fixtures/ua/SOURCE.md`, `tests/fixtures/isbot/SOURCE.md`):
+//! people's browsers and apps from ua-parser/uap-core's fixtures (labelled by uap-core), from
+//! real traffic (the npm package `user-agents`) and from isbot's browser fixtures; crawlers
+//! from monperrus/crawler-user-agents, from isbot's crawler fixtures and uap-core's spiders.
 
+use std::io::Read;
 use std::path::Path;
 
 /// The folder of the vendored User-Agents.
 pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ua");
 
+/// The folder of isbot's pattern and fixtures.
+pub const ISBOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/isbot");
+
 /// One header of uap-core's fixtures, with uap-core's labels.
 pub struct Labelled {
     /// `person`, `spider` or `downloader`.
     pub label: String,
+    /// The fixture file it comes from (`tests/test_device.yaml`, ...).
+    pub source: String,
     /// uap-core's family.
     pub family: String,
     /// The header.
@@ -27,10 +34,63 @@ pub fn uap_core() -> Vec<Labelled> {
             assert_eq!(fields.len(), 5, "{line}");
             Labelled {
                 label: fields[0].to_owned(),
+                source: fields[1].to_owned(),
                 family: fields[2].to_owned(),
                 user_agent: fields[4].to_owned(),
             }
         })
+        .collect()
+}
+
+/// Every header of `user-agents.txt.gz`: visitors' browsers, from real traffic.
+pub fn real_traffic() -> Vec<String> {
+    let file = std::fs::File::open(Path::new(FIXTURES).join("user-agents.txt.gz")).unwrap();
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(file)
+        .read_to_string(&mut text)
+        .unwrap();
+    text.lines().map(str::to_owned).collect()
+}
+
+/// isbot's fixture `file`: (group, header), in file order.
+pub fn isbot_fixture(file: &str) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(Path::new(ISBOT).join(file)).unwrap();
+    // serde_yaml keeps a mapping's order in a Mapping.
+    let groups: serde_yaml::Mapping = serde_yaml::from_str(&text).unwrap();
+    let mut out = Vec::new();
+    for (group, headers) in groups {
+        let group = match group {
+            serde_yaml::Value::String(s) => s,
+            other => serde_yaml::to_string(&other).unwrap().trim().to_owned(),
+        };
+        let headers: Vec<String> = serde_yaml::from_value(headers).unwrap();
+        out.extend(headers.into_iter().map(|h| (group.clone(), h)));
+    }
+    out
+}
+
+/// The group isbot's browser fixtures put crawlers in: by isbot's own label, not people.
+pub const ISBOT_BOTS_GROUP: &str = "ZZZ Insignificat bots";
+
+/// isbot's browser fixtures that isbot itself calls browsers (its `ZZZ Insignificat bots` group
+/// left out), distinct.
+pub fn isbot_browsers() -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    isbot_fixture("browsers.yml")
+        .into_iter()
+        .filter(|(group, _)| !group.starts_with(ISBOT_BOTS_GROUP))
+        .map(|(_, header)| header)
+        .filter(|header| seen.insert(header.clone()))
+        .collect()
+}
+
+/// isbot's crawler fixtures, distinct.
+pub fn isbot_crawlers() -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    isbot_fixture("crawlers.yml")
+        .into_iter()
+        .map(|(_, header)| header)
+        .filter(|header| seen.insert(header.clone()))
         .collect()
 }
 
@@ -47,9 +107,9 @@ pub fn crawler_instances() -> Vec<String> {
     entries.into_iter().flat_map(|e| e.instances).collect()
 }
 
-/// Headers uap-core labels people (it names a device, or no bot rule matches) whose own text
-/// says they are crawlers, monitors or automation: reading them as crawlers is no mistake.
-/// Matched as a substring; printed with the rates.
+/// Headers a people's corpus labels people whose own text says they are crawlers, monitors or
+/// automation: reading them as crawlers is no mistake. Matched as a substring; printed with the
+/// rates.
 pub const NOT_PEOPLE: &[(&str, &str)] = &[
     ("HeadlessChrome", "headless Chrome, driven by a program (uap-core family HeadlessChrome)"),
     ("PhantomJS/", "a headless browser driven by a program (uap-core family PhantomJS)"),
@@ -58,14 +118,27 @@ pub const NOT_PEOPLE: &[(&str, &str)] = &[
     ("Http Connector Spider", "a search appliance's crawler (uap-core read the device `Alcatel Lucent` from its text)"),
     ("symantecspider", "a crawler (uap-core read a Huawei device from its name)"),
     ("WordPress/", "a WordPress server's pingback (uap-core read a Samsung device from the blog's URL; its user-agent parser lists WordPress as a bot)"),
+    ("Ghost/", "a Ghost blog server's fetcher (oEmbed, webmentions), as WordPress's pingback is: a server, not a person's device"),
+    ("Pinterest/0.2 (+http://www.pinterest.com/)", "Pinterest's link fetcher (crawler-user-agents lists it as `Pinterest/0.2 (+http://www.pinterest.com/bot.html)`)"),
     ("Rackspace Monitoring/", "a monitoring service (uap-core family RackspaceBot)"),
     ("Mediapartners-Google", "Google's AdSense crawler (uap-core's user-agent parser lists it as a bot)"),
     ("moba-crawler", "a crawler posing as a DoCoMo phone"),
     ("(for mobile crawler)", "a crawler posing as a Nokia phone"),
+    ("FASTMobileCrawl", "FAST's mobile search crawler posing as a Nokia phone, so its product says"),
     ("Push Notification Scanner", "RSSRadio's feed scanner, so its header says"),
+    ("SiteScoreBot", "an SEO crawler, so its header says (in the user-agents sample: its collector's isbot did not know it then)"),
+    ("intoli.com Safari", "the user-agents collector's own headless fetcher, which writes its company's site in the browser's place"),
+    // Labelled browsers by isbot's fixtures or the user-agents sample, whose own header is a
+    // crawler's by the catalog or by its form: counted apart, and printed with the rates.
+    ("Lucidworks-Anda/", "Lucidworks Fusion's Anda web crawler, in the crawler form `(compatible; Name/version; +…)` (isbot's browser fixtures: `Glitches and Misidentified Browsers`)"),
+    ("Safari/537.36 GTmetrix", "GTmetrix's page-speed test agent, a monitoring service (crawler-user-agents lists it; isbot's browser fixtures: `Glitches and Misidentified Browsers`)"),
+    ("compatible; Amzn-User/", "Amazon's user-triggered AI fetcher, which the catalog judges as an AI assistant like ChatGPT-User (isbot's browser fixtures: `Miscellaneous Browsers`)"),
+    ("compatible; Shap-User/", "an AI assistant's fetcher by ai.robots.txt, in the crawler form `compatible; Name/version`"),
+    ("Miniature.io/", "Miniature.io's website screenshot service, which names itself by its site"),
+    ("Mozilla/5.0 (compatible; AGU/0.8.6)", "nothing but the crawler form `Mozilla/5.0 (compatible; Name/version)`; today's isbot calls it a bot too"),
 ];
 
-/// Why a header uap-core labels a person is not one, if it is in [`NOT_PEOPLE`].
+/// Why a header a corpus labels a person is not one, if it is in [`NOT_PEOPLE`].
 pub fn not_a_person(user_agent: &str) -> Option<&'static str> {
     let lower = user_agent.to_ascii_lowercase();
     NOT_PEOPLE
@@ -81,11 +154,57 @@ pub fn is_browser(user_agent: &str) -> bool {
     lower.starts_with("mozilla/") || lower.starts_with("opera")
 }
 
-/// The headers of people (uap-core's `person` label, less [`NOT_PEOPLE`]).
+/// A people's corpus: its name and its headers (each labelled a person by its source, less
+/// [`NOT_PEOPLE`]).
+pub struct People {
+    /// What it is, for the printed rates.
+    pub name: &'static str,
+    /// Its headers.
+    pub headers: Vec<String>,
+}
+
+/// The people's corpora: uap-core's people (its device fixture apart from the rest), real
+/// traffic, isbot's browsers.
+pub fn people_corpora() -> Vec<People> {
+    let uap = uap_core();
+    let uap_people = |device: bool| -> Vec<String> {
+        uap.iter()
+            .filter(|p| p.label == "person" && (p.source == "tests/test_device.yaml") == device)
+            .map(|p| p.user_agent.clone())
+            .filter(|h| not_a_person(h).is_none())
+            .collect()
+    };
+    let keep = |list: Vec<String>| -> Vec<String> {
+        list.into_iter()
+            .filter(|h| not_a_person(h).is_none())
+            .collect()
+    };
+    vec![
+        People {
+            name: "uap-core test_device.yaml",
+            headers: uap_people(true),
+        },
+        People {
+            name: "uap-core other fixtures",
+            headers: uap_people(false),
+        },
+        People {
+            name: "user-agents (real traffic)",
+            headers: keep(real_traffic()),
+        },
+        People {
+            name: "isbot browsers",
+            headers: keep(isbot_browsers()),
+        },
+    ]
+}
+
+/// Every person's header of every people's corpus, distinct, in corpus order.
 pub fn people() -> Vec<String> {
-    uap_core()
+    let mut seen = std::collections::HashSet::new();
+    people_corpora()
         .into_iter()
-        .filter(|p| p.label == "person" && not_a_person(&p.user_agent).is_none())
-        .map(|p| p.user_agent)
+        .flat_map(|corpus| corpus.headers)
+        .filter(|h| seen.insert(h.clone()))
         .collect()
 }

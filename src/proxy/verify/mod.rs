@@ -50,19 +50,45 @@ impl Verified {
     }
 }
 
+/// How a verdict on a crawler's identity was reached, as labels and logs write it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// Its published IP ranges.
+    Ranges,
+    /// Forward-confirmed reverse DNS.
+    ReverseDns,
+    /// A Web Bot Auth signature.
+    Signature,
+    /// No method: nothing looked (people, unnamed crawlers, crawlers with none configured).
+    None,
+}
+
+impl Method {
+    /// The label value: `ranges`, `reverse-dns`, `signature`, `none`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Ranges => "ranges",
+            Method::ReverseDns => "reverse-dns",
+            Method::Signature => "signature",
+            Method::None => "none",
+        }
+    }
+}
+
 /// A verification and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Verification {
     /// The verdict.
     pub result: Verified,
-    /// How it was reached: `ranges`, `reverse-dns`, `signature`, `none`.
-    pub method: &'static str,
+    /// How it was reached.
+    pub method: Method,
     /// Why, for people: `66.249.66.1 is in Googlebot's published ranges`.
     pub detail: Cow<'static, str>,
 }
 
 impl Verification {
-    fn new(result: Verified, method: &'static str, detail: String) -> Verification {
+    fn new(result: Verified, method: Method, detail: String) -> Verification {
         Verification {
             result,
             method,
@@ -71,7 +97,7 @@ impl Verification {
     }
 
     /// A verdict of `method`, with its reason.
-    pub fn by(result: Verified, method: &'static str, detail: String) -> Verification {
+    pub fn by(result: Verified, method: Method, detail: String) -> Verification {
         Verification::new(result, method, detail)
     }
 
@@ -82,11 +108,11 @@ impl Verification {
 
     /// A verdict reached without looking, with a fixed reason (no allocation on the request path).
     pub fn fixed(result: Verified, detail: &'static str) -> Verification {
-        Self::fixed_by(result, "none", detail)
+        Self::fixed_by(result, Method::None, detail)
     }
 
     /// A verdict of `method` with a fixed reason.
-    fn fixed_by(result: Verified, method: &'static str, detail: &'static str) -> Verification {
+    fn fixed_by(result: Verified, method: Method, detail: &'static str) -> Verification {
         Verification {
             result,
             method,
@@ -178,7 +204,7 @@ impl Verifier {
                 Some(set) if set.contains(addr) => {
                     return Verification::new(
                         Verified::Verified,
-                        "ranges",
+                        Method::Ranges,
                         format!(
                             "{addr} is in {token}'s published ranges ({})",
                             entry.file.display()
@@ -188,7 +214,7 @@ impl Verifier {
                 Some(set) if set.covers_family(addr) => {
                     return Verification::new(
                         Verified::Spoofed,
-                        "ranges",
+                        Method::Ranges,
                         format!(
                             "{addr} is outside {token}'s published ranges ({})",
                             entry.file.display()
@@ -206,19 +232,19 @@ impl Verifier {
         }
         let Some(domains) = domains else {
             let detail = ranges_said.unwrap_or_default();
-            return Verification::new(Verified::Unverifiable, "ranges", detail);
+            return Verification::new(Verified::Unverifiable, Method::Ranges, detail);
         };
         if !reverse_dns_can_vouch(addr) {
             return Verification::fixed_by(
                 Verified::Unverifiable,
-                "reverse-dns",
+                Method::ReverseDns,
                 "a loopback or private address: no reverse DNS name can vouch for it (is the proxy in front of crawlgate in trusted_proxies?)",
             );
         }
         let Some(dns) = self.dns.as_ref() else {
             return Verification::fixed_by(
                 Verified::Unverifiable,
-                "reverse-dns",
+                Method::ReverseDns,
                 "no DNS resolver could be set up",
             );
         };
@@ -226,7 +252,7 @@ impl Verifier {
             let why = ranges_said.map_or(String::new(), |d| format!("{d}; "));
             return Verification::new(
                 Verified::Unverifiable,
-                "reverse-dns",
+                Method::ReverseDns,
                 format!("{why}reverse DNS skipped"),
             );
         }
@@ -236,15 +262,17 @@ impl Verifier {
         match outcome {
             DnsOutcome::Verified(name) => Verification::new(
                 Verified::Verified,
-                "reverse-dns",
+                Method::ReverseDns,
                 format!("{addr} is {name}, which resolves back to it{cached}"),
             ),
-            DnsOutcome::Spoofed(why) => {
-                Verification::new(Verified::Spoofed, "reverse-dns", format!("{why}{cached}"))
-            }
+            DnsOutcome::Spoofed(why) => Verification::new(
+                Verified::Spoofed,
+                Method::ReverseDns,
+                format!("{why}{cached}"),
+            ),
             DnsOutcome::Unverifiable(why) => Verification::new(
                 Verified::Unverifiable,
-                "reverse-dns",
+                Method::ReverseDns,
                 format!("{why}{cached}"),
             ),
         }
@@ -305,7 +333,7 @@ mod tests {
         let ok = v
             .verify("Googlebot", "googlebot", ip("66.249.66.1"), true)
             .await;
-        assert_eq!((ok.result, ok.method), (Verified::Verified, "ranges"));
+        assert_eq!((ok.result, ok.method), (Verified::Verified, Method::Ranges));
         let ok6 = v
             .verify("Googlebot", "googlebot", ip("2001:4860:4801:10::1"), true)
             .await;
@@ -324,7 +352,7 @@ mod tests {
             .await;
         assert_eq!(
             (other.result, other.method),
-            (Verified::Unverifiable, "none")
+            (Verified::Unverifiable, Method::None)
         );
     }
 
@@ -343,7 +371,7 @@ mod tests {
             .await;
         assert_eq!(
             (outside.result, outside.method),
-            (Verified::Spoofed, "ranges")
+            (Verified::Spoofed, Method::Ranges)
         );
         // An IPv6 client of an IPv4-only list is not refuted by it: reverse DNS decides (here
         // there is no resolver, so it is unverifiable).
@@ -352,7 +380,7 @@ mod tests {
             .await;
         assert_eq!(
             (v6.result, v6.method),
-            (Verified::Unverifiable, "reverse-dns")
+            (Verified::Unverifiable, Method::ReverseDns)
         );
     }
 

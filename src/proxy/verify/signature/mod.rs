@@ -117,15 +117,45 @@ pub enum SignatureVerdict {
     },
 }
 
-impl SignatureVerdict {
-    /// The `result` label of `crawlgate_signatures_total` (`unsigned` is not counted there).
-    pub fn label(&self) -> &'static str {
+/// What a request's Web Bot Auth signature came to, without the details: the `result` label
+/// of `crawlgate_signatures_total` (`unsigned` is not counted there) and the access log's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignatureOutcome {
+    /// No `Signature-Input` tagged `web-bot-auth`.
+    Unsigned,
+    /// Verified.
+    Verified,
+    /// Does not verify.
+    Invalid,
+    /// A valid signature seen before.
+    Replayed,
+    /// Signed, but not checkable.
+    Unverifiable,
+}
+
+impl SignatureOutcome {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
         match self {
-            SignatureVerdict::Unsigned => "unsigned",
-            SignatureVerdict::Verified { .. } => "verified",
-            SignatureVerdict::Invalid { .. } => "invalid",
-            SignatureVerdict::Replayed { .. } => "replayed",
-            SignatureVerdict::Unverifiable { .. } => "unverifiable",
+            SignatureOutcome::Unsigned => "unsigned",
+            SignatureOutcome::Verified => "verified",
+            SignatureOutcome::Invalid => "invalid",
+            SignatureOutcome::Replayed => "replayed",
+            SignatureOutcome::Unverifiable => "unverifiable",
+        }
+    }
+}
+
+impl SignatureVerdict {
+    /// What it came to, for labels.
+    pub fn outcome(&self) -> SignatureOutcome {
+        match self {
+            SignatureVerdict::Unsigned => SignatureOutcome::Unsigned,
+            SignatureVerdict::Verified { .. } => SignatureOutcome::Verified,
+            SignatureVerdict::Invalid { .. } => SignatureOutcome::Invalid,
+            SignatureVerdict::Replayed { .. } => SignatureOutcome::Replayed,
+            SignatureVerdict::Unverifiable { .. } => SignatureOutcome::Unverifiable,
         }
     }
 }
