@@ -312,6 +312,11 @@ impl Crawlers {
     /// [`Crawlers::classify`], with where the name stood and the crawler signal the header
     /// carries. The header is read once for the catalog and the site's tokens.
     pub fn read(&self, user_agent: &[u8]) -> Classified {
+        // A header with nothing that could name a crawler (see `Classifier::classify`): the
+        // site's tokens need a crawler signal, which it cannot carry either.
+        if self.catalog.plainly_a_person(user_agent) {
+            return Classified::PERSON;
+        }
         let mut reading = grammar::read(user_agent);
         let from_catalog = self.catalog.read_with(user_agent, &reading);
         let Some(site) = &self.site else {

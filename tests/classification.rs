@@ -156,13 +156,16 @@ fn why_missed(crawlers: &Crawlers, never: &HashSet<String>, header: &str) -> Str
     if let Some(app) = app {
         return format!("the catalog calls {app} a person's app");
     }
-    if read.shape.browser {
+    let Some(shape) = read.shape else {
+        return "nothing in it can name a crawler: no catalog name, crawler word, `compatible`, URL, address or site name".into();
+    };
+    if shape.browser {
         return "a browser's header: no product after its engine, `compatible` or engine comment names a crawler".into();
     }
-    if read.shape.app_shell {
+    if shape.app_shell {
         return "an app shell's header: its comments describe the device".into();
     }
-    if read.shape.platform {
+    if shape.platform {
         return "an app's header: its platform comment names the device".into();
     }
     "no crawler word, catalog name, crawler form, URL or e-mail address where a header names its client".into()

@@ -21,10 +21,7 @@
 //! The reader is one pass over the bytes to split the header and one over its parts; it holds
 //! up to a few dozen places on the stack and spills to the heap only for longer headers.
 
-use super::vocabulary::{
-    has_engine_comment, is_app_shell, is_compatible_browser, is_engine, is_platform_word,
-    is_reversed_domain_start, is_tld,
-};
+use super::vocabulary::{is_compatible_browser, is_platform_word, kinds, Kinds};
 use super::Signal;
 use crate::robots::token::is_token_byte;
 use smallvec::SmallVec;
@@ -167,6 +164,8 @@ struct Part {
     kind: Kind,
     start: usize,
     end: usize,
+    /// For a product, what its name is among the listed words (looked up once).
+    name: Kinds,
 }
 
 /// Splits the header into products and comments. Outside comments, white space, `;` and `,`
@@ -201,6 +200,7 @@ fn parts(h: &[u8]) -> SmallVec<[Part; 16]> {
                     kind,
                     start: i + 1,
                     end: j.min(h.len()),
+                    name: Kinds::default(),
                 });
                 i = j + 1;
             }
@@ -213,6 +213,7 @@ fn parts(h: &[u8]) -> SmallVec<[Part; 16]> {
                     kind: Kind::Product,
                     start: i,
                     end,
+                    name: kinds(name_of(&h[i..end])),
                 });
                 i = end;
             }
@@ -308,7 +309,7 @@ fn is_product_shaped(text: &[u8]) -> bool {
 /// Whether an entry is a product with a version (`Elaine/1.0`; a URL is none): a second client
 /// named in the same `compatible` comment, which is then a device's list, not a crawler's name.
 fn is_versioned_product(text: &[u8]) -> bool {
-    memchr::memmem::find(text, b"://").is_none()
+    !text.windows(3).any(|w| w == b"://")
         && text.first().is_some_and(u8::is_ascii_alphabetic)
         && text
             .iter()
@@ -369,7 +370,7 @@ fn is_domain(name: &[u8]) -> bool {
                 .iter()
                 .all(|&b| b.is_ascii_alphanumeric() || b == b'-')
     };
-    if !valid(first) || !first[0].is_ascii_alphanumeric() || is_reversed_domain_start(first) {
+    if !valid(first) || !first[0].is_ascii_alphanumeric() || kinds(first).reversed() {
         return false;
     }
     let mut last = None;
@@ -379,7 +380,9 @@ fn is_domain(name: &[u8]) -> bool {
         }
         last = Some(label);
     }
-    last.is_some_and(|tld| tld.len() >= 2 && tld.iter().all(u8::is_ascii_alphabetic) && is_tld(tld))
+    last.is_some_and(|tld| {
+        tld.len() >= 2 && tld.iter().all(u8::is_ascii_alphabetic) && kinds(tld).tld()
+    })
 }
 
 /// A URL in an entry: `http://` or `https://` that does not continue a word, or an entry that
@@ -387,7 +390,11 @@ fn is_domain(name: &[u8]) -> bool {
 /// as crawlers give their operator's page.
 fn has_url(text: &[u8]) -> bool {
     let mut from = 0;
-    while let Some(at) = memchr::memmem::find(&text[from..], b"://").map(|n| from + n) {
+    while let Some(at) = memchr::memchr(b':', &text[from..]).map(|n| from + n) {
+        if text.get(at + 1..at + 3) != Some(b"//") {
+            from = at + 1;
+            continue;
+        }
         let before = &text[..at];
         let scheme = if before.len() >= 5
             && before[before.len() - 5..].eq_ignore_ascii_case(b"https")
@@ -515,7 +522,7 @@ pub fn read(h: &[u8]) -> Reading {
         && (parts
             .iter()
             .skip(2)
-            .any(|p| p.kind == Kind::Product && is_engine(name_of(&h[p.start..p.end])))
+            .any(|p| p.kind == Kind::Product && p.name.engine())
             || parts
                 .get(1)
                 .is_some_and(|p| find_ignore_case(&h[p.start..p.end], b"trident/").is_some()));
@@ -530,7 +537,7 @@ pub fn read(h: &[u8]) -> Reading {
         let text = &h[part.start..part.end];
         if part.kind == Kind::Product {
             let name = name_of(text);
-            after_engine = has_engine_comment(name);
+            after_engine = part.name.engine_comment();
             if let Some(number) = previous_product {
                 if is_subscriber_count(number, text) {
                     reading.signals.add(Signal::Subscribers);
@@ -543,7 +550,7 @@ pub fn read(h: &[u8]) -> Reading {
             if has_email(text) {
                 reading.signals.add(Signal::Email);
             }
-            if is_app_shell(name) {
+            if part.name.app_shell() {
                 app = true;
                 reading.shape.app_shell = true;
                 if browser {
@@ -559,7 +566,7 @@ pub fn read(h: &[u8]) -> Reading {
                 (_, true) => Place::BrowserProduct,
                 (_, false) => Place::Product,
             };
-            domain |= is_domain(name);
+            domain |= name.contains(&b'.') && is_domain(name);
             reading.spans.push(Span {
                 start: part.start,
                 end: part.end,
@@ -686,7 +693,7 @@ fn comment(
     }
     let &(fs, fe) = list.first()?;
     let first = &h[fs..fe];
-    if !(starts_with_ignore_case(first, b"khtml") || starts_with_ignore_case(first, b"like")) {
+    if !starts_with_ignore_case(first, b"khtml") {
         // Not `KHTML, like Gecko` at all: an engine comment nobody reads a name from.
         return Some(Role::Engine);
     }

@@ -379,11 +379,23 @@ pub struct Classified {
     /// The strongest crawler signal the header carries (what made an unnamed crawler, or let a
     /// token that needs one count).
     pub signal: Option<Signal>,
-    /// What kind of header it is.
-    pub shape: Shape,
+    /// What kind of header it is; `None` when the header was not read because nothing in it can
+    /// name a crawler (see [`Classifier::classify`]).
+    pub shape: Option<Shape>,
     /// A person's app ([`Matching::PersonsApp`]) is named as a product: the header's URLs,
     /// addresses and site names are its own, not crawler signals.
     pub persons_app: bool,
+}
+
+impl Classified {
+    /// A person's header that was not read: nothing in it can name a crawler.
+    pub const PERSON: Classified = Classified {
+        who: Who::Person,
+        place: None,
+        signal: None,
+        shape: None,
+        persons_app: false,
+    };
 }
 
 /// Classifies User-Agent headers against a fixed set of known tokens.
@@ -393,8 +405,38 @@ pub struct Classifier {
     /// The tokens, lower-cased (pattern `i` is `agents[i]`); leftmost-longest, so that one
     /// plain scan finds every whole-token match (see [`Classifier::classify`]).
     automaton: AhoCorasick,
+    /// The tokens, then the [`marks`]: one scan tells whether a header holds anything that
+    /// could name a crawler ([`Classifier::plainly_a_person`]). Apart from `automaton`, since a
+    /// mark that starts before a run (`.g`) may hide a token that starts the run.
+    gate: AhoCorasick,
     /// The crawler words ([`vocabulary::CRAWLER_WORDS`]), found overlapping.
     words: AhoCorasick,
+}
+
+/// The marks a header must hold somewhere for the reader to find a crawler signal in it:
+/// `khtml` (an engine comment, which has a name in it unless it is exactly `KHTML, like
+/// Gecko`), the crawler words, `compatible`, `subscriber`, `://`, `@`, a `+` before a letter or
+/// digit (a `+site`), a `.` before a letter (a site's name).
+fn marks() -> Vec<String> {
+    let mut out = vec!["khtml".to_owned()];
+    out.extend(vocabulary::CRAWLER_WORDS.iter().map(|w| (*w).to_owned()));
+    out.extend(["compatible", "subscriber", "://", "@"].map(str::to_owned));
+    out.extend(
+        (b'a'..=b'z')
+            .chain(b'0'..=b'9')
+            .map(|c| format!("+{}", char::from(c))),
+    );
+    out.extend((b'a'..=b'z').map(|c| format!(".{}", char::from(c))));
+    out
+}
+
+/// Whether a `khtml` at `header[at..]` opens exactly `KHTML, like Gecko)`: an engine comment
+/// with nothing else in it (`,` and spaces between the words may vary).
+fn plain_engine_comment(header: &[u8], at: usize) -> bool {
+    let rest = header.get(at + 5..).unwrap_or_default();
+    let gap = rest.iter().take_while(|&&b| b == b',' || b == b' ').count();
+    rest.get(gap..gap + 11)
+        .is_some_and(|words| words.eq_ignore_ascii_case(b"like gecko)"))
 }
 
 /// Errors building a classifier.
@@ -486,6 +528,7 @@ impl Classifier {
             .iter()
             .map(|agent| agent.token.to_ascii_lowercase())
             .collect();
+        let gate: Vec<String> = tokens.iter().cloned().chain(marks()).collect();
         let words: Vec<String> = vocabulary::CRAWLER_WORDS
             .iter()
             .map(|w| (*w).to_owned())
@@ -493,6 +536,7 @@ impl Classifier {
         Ok(Classifier {
             automaton: build(MatchKind::LeftmostLongest, &tokens)?,
             words: build(MatchKind::Standard, &words)?,
+            gate: build(MatchKind::LeftmostLongest, &gate)?,
             agents: unique,
         })
     }
@@ -516,13 +560,42 @@ impl Classifier {
     /// there is the token that spans the whole run, if any does. A match counts when it lies in
     /// one of the stretches (they start where runs start) and its [`Matching`] allows the
     /// place. Crawler words are looked for only when no token decides.
+    ///
+    /// Most headers are people's, and most of those hold nothing that could name a crawler: no
+    /// catalog token that may count, and none of the marks any signal needs ([`marks`]). Such
+    /// a header is a person without being read ([`Classifier::plainly_a_person`]); the answer is
+    /// the one reading it would give.
     pub fn classify(&self, user_agent: &[u8]) -> Who {
         self.read(user_agent).who
     }
 
     /// [`Classifier::classify`], with where the name stood and the signal the header carries.
     pub fn read(&self, user_agent: &[u8]) -> Classified {
+        if self.plainly_a_person(user_agent) {
+            return Classified::PERSON;
+        }
         self.read_with(user_agent, &grammar::read(user_agent))
+    }
+
+    /// Whether `user_agent` holds nothing that could name a crawler: no run that a token of this
+    /// classifier may count as or hide a word in, and none of the [`marks`] that every crawler
+    /// signal needs (a `khtml` that opens exactly `KHTML, like Gecko)` is none). Such a header is
+    /// a person's; a site's own tokens need a signal too, so none can name it either. One scan:
+    /// any match but a whole token that never counts, or a plain engine comment, says no.
+    pub fn plainly_a_person(&self, user_agent: &[u8]) -> bool {
+        let agents = self.agents.len();
+        self.gate.find_iter(user_agent).all(|found| {
+            let (start, end) = (found.start(), found.end());
+            match self.agents.get(found.pattern().as_usize()) {
+                Some(agent) => {
+                    is_whole(user_agent, start, end)
+                        && matches!(agent.matching, Matching::Never | Matching::PersonsApp)
+                }
+                None => {
+                    found.pattern().as_usize() == agents && plain_engine_comment(user_agent, start)
+                }
+            }
+        })
     }
 
     /// [`Classifier::read`] of a header already read by [`grammar::read`]: classifiers of the
@@ -601,7 +674,7 @@ impl Classifier {
             who,
             place,
             signal,
-            shape: reading.shape,
+            shape: Some(reading.shape),
             persons_app: own_app,
         }
     }
@@ -1001,7 +1074,8 @@ mod tests {
             pieces in proptest::collection::vec(proptest::sample::select(
                 vec!["a", "b", "o", "t", "A", "T", "_", "-", " ", "/", ";", "(", ")", "[", "1", "bot", "BoT", "ab",
                      "xbo", "Mozilla/5.0 (", "compatible", "; ", "http", "://", "@", "x.com", "ios", "Android",
-                     "Linux", "AppleWebKit/1 (KHTML, like Gecko; ", "Instagram ", "Build/", "+http://x.com"]
+                     "Linux", "AppleWebKit/1 (KHTML, like Gecko; ", "AppleWebKit/1 (KHTML, like Gecko) ",
+                     "Instagram ", "Build/", "+http://x.com", "+x", ".com", "subscribers", "12 "]
             ), 0..24),
         ) {
             let ua = pieces.concat().into_bytes();
