@@ -301,20 +301,26 @@ fn is_locale(text: &[u8]) -> bool {
     }
 }
 
-/// One word that starts with a letter: how a client writes its name in an entry.
-fn is_product_shaped(text: &[u8]) -> bool {
-    text.first().is_some_and(u8::is_ascii_alphabetic) && !text.contains(&b' ')
-}
-
-/// Whether an entry is a product with a version (`Elaine/1.0`; a URL is none): a second client
-/// named in the same `compatible` comment, which is then a device's list, not a crawler's name.
+/// Whether an entry is a product with a version (`Elaine/1.0`; a URL or a site's path,
+/// `rb.gy/oupwis`, is none): a second client named in the same `compatible` comment, which is
+/// then a device's list, not a crawler's name.
 fn is_versioned_product(text: &[u8]) -> bool {
-    !text.windows(3).any(|w| w == b"://")
-        && text.first().is_some_and(u8::is_ascii_alphabetic)
+    text.first().is_some_and(u8::is_ascii_alphabetic)
         && text
             .iter()
-            .position(|&b| b == b'/' || b == b' ')
+            .position(|&b| matches!(b, b'/' | b' ' | b'.' | b':'))
             .is_some_and(|at| text[at] == b'/')
+}
+
+/// Whether the name a `compatible` comment gives is one name: a word, or a few words without a
+/// product among them (`Google-Youtube-Links`, `Yahoo! Slurp`, `Impact.com Agent`), not a
+/// device's list (`SonyEricssonJ20/R7BA Browser/NetFront/3.5 …`, `YOSPACE SmartPhone Emulator
+/// Website Edition 1.11`).
+fn is_one_name(text: &[u8]) -> bool {
+    let words = text.split(|&b| b == b' ').filter(|w| !w.is_empty());
+    text.first().is_some_and(u8::is_ascii_alphabetic)
+        && words.clone().count() <= 3
+        && words.skip(1).all(|w| !w.contains(&b'/'))
 }
 
 /// The name an entry starts with, and its version if it is written `Name/version`: where the
@@ -668,17 +674,26 @@ fn comment(
             let is_named = Some(k) == named;
             platform |= is_platform_entry(t);
             products |= !is_named && is_versioned_product(t);
-            if (is_named && !browser) || (is_product_shaped(t) && !is_platform_entry(t)) {
+            // The name it gives, whole; in any other entry, the name it starts with
+            // (`AGAKIDSBOT/3.1 +agakids.ru/project`), when that is no platform.
+            let span = if is_named && !browser {
+                Some(entry)
+            } else if !is_platform_entry(t) {
+                leading_name(h, entry)
+            } else {
+                None
+            };
+            if let Some((start, end)) = span {
                 reading.spans.push(Span {
-                    start: entry.0,
-                    end: entry.1,
+                    start,
+                    end,
                     place: Place::Compatible,
                 });
             }
         }
         // A crawler writes its one name there (`(compatible; Google-Youtube-Links)`); a device
         // writes its platform and more products (`(compatible; Teleca Q7; Brew 3.1.5; U; en)`).
-        let single = named.is_some_and(|n| is_product_shaped(text(rest[n])));
+        let single = named.is_some_and(|n| is_one_name(text(rest[n])));
         if !browser && single && !platform && !products {
             reading.signals.add(Signal::Compatible);
         }
