@@ -15,7 +15,7 @@
 //! [`Crawlers::row`] turns it into the [`Crawler`] to judge.
 
 use crate::agent::{
-    grammar, Category, Classified, Classifier, ClassifierError, KnownAgent, Matching, Signal, Who,
+    Category, Classified, Classifier, ClassifierError, KnownAgent, Matching, Signal, Who,
 };
 use crate::catalog::{Catalog, CatalogEntry, Verification, MAX_FALLBACK};
 use crate::policy::{Action, Actions};
@@ -312,19 +312,14 @@ impl Crawlers {
     /// [`Crawlers::classify`], with where the name stood and the crawler signal the header
     /// carries. The header is read once for the catalog and the site's tokens.
     pub fn read(&self, user_agent: &[u8]) -> Classified {
-        // A header with nothing that could name a crawler (see `Classifier::classify`): the
-        // site's tokens need a crawler signal, which it cannot carry either.
-        if self.catalog.plainly_a_person(user_agent) {
-            return Classified::PERSON;
-        }
-        let mut reading = grammar::read(user_agent);
-        let from_catalog = self.catalog.read_with(user_agent, &reading);
-        let Some(site) = &self.site else {
+        let (from_catalog, reading) = self.catalog.read_keeping(user_agent);
+        // The site's tokens count only in a header with a crawler signal; a person by the
+        // catalog has none (it looked for crawler words, having found no name; or the header
+        // holds nothing that could name a crawler and was not read), so the site's tokens
+        // cannot name one either.
+        let (Some(site), Some(mut reading)) = (&self.site, reading) else {
             return from_catalog;
         };
-        // The site's tokens count only in a header with a crawler signal; a person by the
-        // catalog has none (it looked for crawler words, having found no name), so the site's
-        // tokens cannot name one either.
         if from_catalog.who == Who::Person {
             return from_catalog;
         }

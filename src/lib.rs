@@ -16,14 +16,17 @@
 //! - [`robots`]: bytes of robots.txt → parsed file (groups, rules, content-use preferences,
 //!   line-numbered problems) → compiled matcher → [`Verdict`] and [`Preference`]. Builds
 //!   without the proxy (`--no-default-features`).
-//! - [`agent`]: User-Agent header → known crawler (by product token), unnamed crawler (a
-//!   crawler signal), or person (a browser or an app, never judged).
+//! - [`agent`]: User-Agent header, read as products and comments ([`agent::grammar`]) → who
+//!   asks ([`agent::Who`]): a known crawler (by a product token where the header names its
+//!   client), an unnamed crawler (a crawler signal), or a person (a browser or an app, never
+//!   judged).
 //! - [`policy`]: who asks × robots.txt's verdict × configured action (per crawler, per
 //!   category) → what happens. Pure.
 //! - [`catalog`] (feature `cli`): the crawler catalog (`conf/bots.yaml`, and the entries
 //!   imported from public lists in `conf/catalog/bots-imported.yaml`).
 //! - [`crawlers`] (feature `cli`): a site's crawler table (token, name, category, action,
-//!   verification, the groups each obeys), which the proxy, `explain` and `audit` share.
+//!   verification, the groups each obeys), which the proxy, `explain` and `audit` share; a
+//!   [`agent::Who`]'s crawler is one of its rows.
 //! - [`audit`] (feature `cli`): access logs → what each crawler did, replayed against robots.txt.
 //! - [`cli`] (feature `cli`): the command line over the library.
 //! - [`proxy`] (feature `proxy`): the pingora reverse proxy, its configuration, hot reload and

@@ -166,6 +166,8 @@ struct Part {
     end: usize,
     /// For a product, what its name is among the listed words (looked up once).
     name: Kinds,
+    /// For a comment, whether it holds another (its entries are then split by depth).
+    nested: bool,
 }
 
 /// Splits the header into products and comments. Outside comments, white space, `;` and `,`
@@ -178,18 +180,23 @@ fn parts(h: &[u8]) -> SmallVec<[Part; 16]> {
             b' ' | b'\t' | b';' | b',' => i += 1,
             b'(' | b'[' => {
                 let close = if c == b'(' { b')' } else { b']' };
+                // The matching close, found a bracket at a time.
                 let mut depth = 0usize;
                 let mut j = i;
-                while let Some(&b) = h.get(j) {
-                    if b == c {
+                while let Some(at) = memchr::memchr2(c, close, &h[j..]).map(|n| j + n) {
+                    if h[at] == c {
                         depth += 1;
-                    } else if b == close {
+                    } else {
                         depth -= 1;
                         if depth == 0 {
+                            j = at;
                             break;
                         }
                     }
-                    j += 1;
+                    j = at + 1;
+                }
+                if depth > 0 {
+                    j = h.len();
                 }
                 let kind = if c == b'(' {
                     Kind::Comment
@@ -201,6 +208,7 @@ fn parts(h: &[u8]) -> SmallVec<[Part; 16]> {
                     start: i + 1,
                     end: j.min(h.len()),
                     name: Kinds::default(),
+                    nested: memchr::memchr2(b'(', b'[', &h[i + 1..j.min(h.len())]).is_some(),
                 });
                 i = j + 1;
             }
@@ -214,6 +222,7 @@ fn parts(h: &[u8]) -> SmallVec<[Part; 16]> {
                     start: i,
                     end,
                     name: kinds(name_of(&h[i..end])),
+                    nested: false,
                 });
                 i = end;
             }
@@ -224,8 +233,17 @@ fn parts(h: &[u8]) -> SmallVec<[Part; 16]> {
 
 /// The `;`-separated entries of the comment `h[start..end]`, each trimmed of white space and
 /// commas (empty entries stay, so that positions count).
-fn entries(h: &[u8], start: usize, end: usize) -> SmallVec<[(usize, usize); 16]> {
+fn entries(h: &[u8], start: usize, end: usize, nested: bool) -> SmallVec<[(usize, usize); 16]> {
     let mut out = SmallVec::new();
+    if !nested {
+        let mut from = start;
+        for at in memchr::memchr_iter(b';', &h[start..end]) {
+            out.push(trim(h, from, start + at));
+            from = start + at + 1;
+        }
+        out.push(trim(h, from, end));
+        return out;
+    }
     let mut depth = 0usize;
     let mut from = start;
     for (k, &b) in h[start..end].iter().enumerate() {
@@ -534,6 +552,9 @@ pub fn read(h: &[u8]) -> Reading {
                 .is_some_and(|p| find_ignore_case(&h[p.start..p.end], b"trident/").is_some()));
     reading.shape.browser = browser;
 
+    // What the header holds at all, so that no entry is searched for what it cannot have.
+    let at_sign = memchr::memchr(b'@', h).is_some();
+    let colon = memchr::memchr(b':', h).is_some();
     let mut app = false;
     let mut after_engine = false;
     let mut domain = false;
@@ -550,10 +571,13 @@ pub fn read(h: &[u8]) -> Reading {
                 }
             }
             previous_product = Some(text);
-            if starts_with_ignore_case(text, b"+http") || starts_with_ignore_case(text, b"+www.") {
+            if text.first() == Some(&b'+')
+                && (starts_with_ignore_case(text, b"+http")
+                    || starts_with_ignore_case(text, b"+www."))
+            {
                 reading.signals.add(Signal::Url);
             }
-            if has_email(text) {
+            if at_sign && has_email(text) {
                 reading.signals.add(Signal::Email);
             }
             if part.name.app_shell() {
@@ -582,7 +606,7 @@ pub fn read(h: &[u8]) -> Reading {
         }
         previous_product = None;
         let engine_comment = std::mem::take(&mut after_engine);
-        let list = entries(h, part.start, part.end);
+        let list = entries(h, part.start, part.end, part.nested);
         let role = comment(h, &list, &mut reading, engine_comment, part.kind);
         let role = match role {
             Some(role) => role,
@@ -617,13 +641,13 @@ pub fn read(h: &[u8]) -> Reading {
         }
         for &(s, e) in &list {
             let entry = &h[s..e];
-            if has_url(entry) {
+            if (colon || entry.first() == Some(&b'+')) && has_url(entry) {
                 reading.signals.add(Signal::Url);
             }
-            if has_email(entry) {
+            if at_sign && has_email(entry) {
                 reading.signals.add(Signal::Email);
             }
-            if is_subscriber_entry(entry) {
+            if entry.first().is_some_and(u8::is_ascii_digit) && is_subscriber_entry(entry) {
                 reading.signals.add(Signal::Subscribers);
             }
         }

@@ -32,6 +32,7 @@ use std::fmt;
 use crate::robots::token::is_product_token;
 pub use crate::robots::token::is_token_byte;
 pub use grammar::{Place, Shape};
+use smallvec::SmallVec;
 
 /// What a crawler is for; a bounded set, so that it can label metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -406,8 +407,7 @@ pub struct Classifier {
     /// plain scan finds every whole-token match (see [`Classifier::classify`]).
     automaton: AhoCorasick,
     /// The tokens, then the [`marks`]: one scan tells whether a header holds anything that
-    /// could name a crawler ([`Classifier::plainly_a_person`]). Apart from `automaton`, since a
-    /// mark that starts before a run (`.g`) may hide a token that starts the run.
+    /// could name a crawler ([`Classifier::plainly_a_person`]), and finds its whole tokens.
     gate: AhoCorasick,
     /// The crawler words ([`vocabulary::CRAWLER_WORDS`]), found overlapping.
     words: AhoCorasick,
@@ -415,19 +415,31 @@ pub struct Classifier {
 
 /// The marks a header must hold somewhere for the reader to find a crawler signal in it:
 /// `khtml` (an engine comment, which has a name in it unless it is exactly `KHTML, like
-/// Gecko`), the crawler words, `compatible`, `subscriber`, `://`, `@`, a `+` before a letter or
-/// digit (a `+site`), a `.` before a letter (a site's name).
+/// Gecko`), the crawler words, `compatible`, `subscriber`, `://`, `@`; and, looked for by their
+/// byte ([`has_byte_marks`]), a `+` before a letter or digit (a `+site`) and a `.` before a
+/// letter (a site's name). None of these patterns can hide a whole-token match from a
+/// leftmost-longest scan: a letters-only one stays inside its run (and the longest match at a
+/// run's start is the whole run when it is a token), the others hold no letter. So the gate's
+/// scan finds the same whole tokens as the tokens' own automaton, and its answer is reused.
 fn marks() -> Vec<String> {
     let mut out = vec!["khtml".to_owned()];
     out.extend(vocabulary::CRAWLER_WORDS.iter().map(|w| (*w).to_owned()));
     out.extend(["compatible", "subscriber", "://", "@"].map(str::to_owned));
-    out.extend(
-        (b'a'..=b'z')
-            .chain(b'0'..=b'9')
-            .map(|c| format!("+{}", char::from(c))),
-    );
-    out.extend((b'a'..=b'z').map(|c| format!(".{}", char::from(c))));
     out
+}
+
+/// Whether the header holds a `+` before a letter or digit, or a `.` before a letter.
+fn has_byte_marks(header: &[u8]) -> bool {
+    let before = |at: usize, test: fn(&u8) -> bool| header.get(at + 1).is_some_and(test);
+    memchr::memchr_iter(b'+', header).any(|at| before(at, u8::is_ascii_alphanumeric))
+        || memchr::memchr_iter(b'.', header).any(|at| before(at, u8::is_ascii_alphabetic))
+}
+
+/// What the gate's scan of a header found: whether nothing in it could name a crawler, and
+/// every whole-run token match (pattern, start, end), in order.
+struct Gate {
+    plain: bool,
+    tokens: SmallVec<[(usize, usize, usize); 8]>,
 }
 
 /// Whether a `khtml` at `header[at..]` opens exactly `KHTML, like Gecko)`: an engine comment
@@ -571,10 +583,52 @@ impl Classifier {
 
     /// [`Classifier::classify`], with where the name stood and the signal the header carries.
     pub fn read(&self, user_agent: &[u8]) -> Classified {
-        if self.plainly_a_person(user_agent) {
+        let gate = self.gate(user_agent);
+        if gate.plain {
             return Classified::PERSON;
         }
-        self.read_with(user_agent, &grammar::read(user_agent))
+        self.decide(user_agent, &grammar::read(user_agent), &gate.tokens)
+    }
+
+    /// [`Classifier::read`], and the reading when the header was read, for another classifier of
+    /// the same header (a site's own tokens) to share.
+    pub fn read_keeping(&self, user_agent: &[u8]) -> (Classified, Option<grammar::Reading>) {
+        let gate = self.gate(user_agent);
+        if gate.plain {
+            return (Classified::PERSON, None);
+        }
+        let reading = grammar::read(user_agent);
+        (
+            self.decide(user_agent, &reading, &gate.tokens),
+            Some(reading),
+        )
+    }
+
+    /// One scan of the gate automaton ([`marks`]).
+    fn gate(&self, user_agent: &[u8]) -> Gate {
+        let agents = self.agents.len();
+        let mut gate = Gate {
+            plain: true,
+            tokens: SmallVec::new(),
+        };
+        for found in self.gate.find_iter(user_agent) {
+            let (start, end, pattern) = (found.start(), found.end(), found.pattern().as_usize());
+            match self.agents.get(pattern) {
+                Some(agent) => {
+                    let whole = is_whole(user_agent, start, end);
+                    if whole {
+                        gate.tokens.push((pattern, start, end));
+                    }
+                    let never = matches!(agent.matching, Matching::Never | Matching::PersonsApp);
+                    gate.plain &= whole && never;
+                }
+                None => {
+                    gate.plain &= pattern == agents && plain_engine_comment(user_agent, start);
+                }
+            }
+        }
+        gate.plain = gate.plain && !has_byte_marks(user_agent);
+        gate
     }
 
     /// Whether `user_agent` holds nothing that could name a crawler: no run that a token of this
@@ -583,24 +637,28 @@ impl Classifier {
     /// a person's; a site's own tokens need a signal too, so none can name it either. One scan:
     /// any match but a whole token that never counts, or a plain engine comment, says no.
     pub fn plainly_a_person(&self, user_agent: &[u8]) -> bool {
-        let agents = self.agents.len();
-        self.gate.find_iter(user_agent).all(|found| {
-            let (start, end) = (found.start(), found.end());
-            match self.agents.get(found.pattern().as_usize()) {
-                Some(agent) => {
-                    is_whole(user_agent, start, end)
-                        && matches!(agent.matching, Matching::Never | Matching::PersonsApp)
-                }
-                None => {
-                    found.pattern().as_usize() == agents && plain_engine_comment(user_agent, start)
-                }
-            }
-        })
+        self.gate(user_agent).plain
     }
 
     /// [`Classifier::read`] of a header already read by [`grammar::read`]: classifiers of the
     /// same header (a site's catalog and its own tokens) share one reading.
     pub fn read_with(&self, user_agent: &[u8], reading: &grammar::Reading) -> Classified {
+        let tokens: SmallVec<[(usize, usize, usize); 8]> = self
+            .automaton
+            .find_iter(user_agent)
+            .map(|found| (found.pattern().as_usize(), found.start(), found.end()))
+            .filter(|&(_, start, end)| is_whole(user_agent, start, end))
+            .collect();
+        self.decide(user_agent, reading, &tokens)
+    }
+
+    /// The classification of a read header whose whole-run token matches are `tokens`.
+    fn decide(
+        &self,
+        user_agent: &[u8],
+        reading: &grammar::Reading,
+        tokens: &[(usize, usize, usize)],
+    ) -> Classified {
         let spans = &reading.spans;
         // (row, name length, place) of the longest name that counts without a signal, and of
         // the longest that needs one.
@@ -608,12 +666,7 @@ impl Classifier {
         let mut best_with_signal: Option<(usize, usize, Place)> = None;
         let mut own_app = false;
         let mut at = 0;
-        for found in self.automaton.find_iter(user_agent) {
-            let (start, end) = (found.start(), found.end());
-            if !is_whole(user_agent, start, end) {
-                continue;
-            }
-            let index = found.pattern().as_usize();
+        for &(index, start, end) in tokens {
             let Some(agent) = self.agents.get(index) else {
                 continue;
             };
