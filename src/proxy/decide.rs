@@ -176,6 +176,11 @@ pub fn is_robots_txt(target: &str) -> bool {
     path::is_robots_txt(&path::normalize(target.as_bytes()))
 }
 
+/// Whether a User-Agent is a person's (a browser or an app), by a site's snapshot.
+pub fn is_person(snapshot: &Snapshot, user_agent: &[u8]) -> bool {
+    matches!(snapshot.classify(user_agent), Identity::Person)
+}
+
 /// Decides a request, or `None` when no site serves its host.
 pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Option<Decision> {
     let site = shared.sites.load().route(facts.host)?.clone();

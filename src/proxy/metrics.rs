@@ -40,6 +40,7 @@ pub const METRIC_NAMES: &[&str] = &[
     "crawlgate_signature_directory_fetches_total",
     "crawlgate_signature_keys",
     "crawlgate_verifications_total",
+    "crawlgate_aborted_responses_total",
 ];
 
 /// The metrics of one crawlgate process, in their own registry.
@@ -111,6 +112,9 @@ pub struct Metrics {
     /// `crawlgate_verifications_total{site, bot, result, method}`: crawler requests whose
     /// identity was checked, by verdict and by the method that reached it.
     pub verifications: IntCounterVec,
+    /// `crawlgate_aborted_responses_total{site, cause}`: responses whose transfer to the client
+    /// was aborted because the origin failed after their header was sent.
+    pub aborted_responses: IntCounterVec,
 }
 
 /// A metric that could not be registered: a programming error, reported at startup.
@@ -177,6 +181,12 @@ impl Metrics {
         )?;
         registry.register(Box::new(robots_refresh.clone()))?;
         Ok(Metrics {
+            aborted_responses: counter(
+                r,
+                "crawlgate_aborted_responses_total",
+                "Responses whose transfer to the client was aborted (HTTP/1.1: closed short of its length or last chunk; HTTP/2: RST_STREAM) because the origin failed after their header was sent, by cause (timeout, closed, invalid).",
+                &["site", "cause"],
+            )?,
             content_usage: counter(
                 r,
                 "crawlgate_content_usage_total",

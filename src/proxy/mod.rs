@@ -13,6 +13,8 @@ pub mod client;
 pub mod config;
 pub mod decide;
 pub mod demo;
+pub mod forwarding;
+pub mod host;
 pub mod metrics;
 pub mod politeness;
 pub mod reload;

@@ -82,6 +82,7 @@ pub fn demo_settings(socket: PathBuf) -> Settings {
                 resolved: None,
                 tls: false,
                 sni: "localhost".into(),
+                ca: None,
             },
             robots: RobotsSettings {
                 source: RobotsSource::Inline(DEMO_ROBOTS.into()),
@@ -99,12 +100,14 @@ pub fn demo_settings(socket: PathBuf) -> Settings {
             crawl_delay: CrawlDelayMode::Count,
             upstream_timeout: Duration::from_secs(60),
             content_usage: Default::default(),
+            forwarding: Default::default(),
         }],
         trusted_proxies: super::client::TrustedProxies::default(),
         state_dir: None,
         verification: VerificationSettings::default(),
         politeness: PolitenessSettings::default(),
         state: None,
+        clients: Default::default(),
         pingora: PingoraSettings {
             threads: 2,
             grace_period_seconds: 5,

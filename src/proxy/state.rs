@@ -3,7 +3,7 @@
 
 use super::access_log::AccessLog;
 use super::client::TrustedProxies;
-use super::config::{PolitenessSettings, RobotsSource, Settings};
+use super::config::{ClientSettings, PolitenessSettings, RobotsSource, Settings};
 use super::metrics::Metrics;
 use super::site::{CatalogIndex, Site, SiteError, Sites, Snapshot, SourceState};
 use super::state_dir::{self, StateDir};
@@ -29,6 +29,8 @@ pub struct Global {
     pub verifier: Verifier,
     /// What a spoofed crawler gets.
     pub on_spoofed: Action,
+    /// Client timeouts (the connection limits are the connection guard's).
+    pub clients: ClientSettings,
 }
 
 impl Global {
@@ -85,6 +87,7 @@ impl Global {
             trusted: settings.trusted_proxies.clone(),
             verifier: Verifier::new(ranges, reverse_dns, dns),
             on_spoofed: verification.on_spoofed,
+            clients: settings.clients,
         })
     }
 }

@@ -48,6 +48,33 @@ pub struct ConfigFile {
     /// Where crawler state is kept: absent, this process's memory; `{redis: URL}`, a store every
     /// instance of a fleet shares.
     pub state: Option<StateFile>,
+    /// How long clients may take, and how many connections they may hold.
+    #[serde(default)]
+    pub clients: ClientsFile,
+}
+
+/// `clients:` as written: the timeouts and connection limits that keep one client from holding
+/// what people need.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientsFile {
+    /// How long a request header may take to arrive, in all (default 60s, nginx's
+    /// `client_header_timeout`).
+    pub header_timeout: Option<HumanDuration>,
+    /// How long a client may stay silent while sending a body (default 60s, nginx's
+    /// `client_body_timeout`).
+    pub body_timeout: Option<HumanDuration>,
+    /// How long a keep-alive connection may wait for its next request (default 75s, nginx's
+    /// `keepalive_timeout`).
+    pub idle_timeout: Option<HumanDuration>,
+    /// How long a client may take to read what it is sent, between two writes (default 60s,
+    /// nginx's `send_timeout`).
+    pub send_timeout: Option<HumanDuration>,
+    /// Client connections at most, in all (default: from the descriptor limit, half of it less
+    /// a reserve, since each request may need an origin connection too).
+    pub max_connections: Option<Bounded<1, 10_000_000>>,
+    /// Client connections at most from one address (an IPv6 /64 counts as one; default 1024).
+    pub max_connections_per_address: Option<Bounded<1, 10_000_000>>,
 }
 
 /// `state:` as written.
@@ -488,6 +515,13 @@ pub struct SiteFile {
     /// What robots.txt's content-use preferences do: nothing by default.
     #[serde(default)]
     pub content_usage: ContentUsage,
+    /// Which forwarding headers tell the origin who the visitor is (default: nginx's common
+    /// `X-Forwarded-For`, `X-Forwarded-Proto`, `X-Forwarded-Host`).
+    #[serde(default)]
+    pub forwarding: crate::proxy::forwarding::ForwardingSettings,
+    /// PEM CA certificates a TLS origin's certificate is checked against, instead of the
+    /// system's.
+    pub upstream_ca: Option<PathBuf>,
 }
 
 /// `content_usage:` of a site: what its robots.txt's `Content-Usage` and `Content-Signal` lines

@@ -198,7 +198,33 @@ impl Validator<'_> {
                 ));
             }
         }
+        let clients = &file.clients;
+        let defaults = ClientSettings::default();
+        let timeout =
+            |value: Option<HumanDuration>, default: Duration, key: &str| match value.map(|d| d.0) {
+                Some(d) if d < Duration::from_secs(1) => Err(self.error(
+                    Some((key, 0)),
+                    format!("clients.{key}: at least 1s (nginx's default is 60s)"),
+                )),
+                Some(d) => Ok(d),
+                None => Ok(default),
+            };
+        let clients = ClientSettings {
+            header_timeout: timeout(
+                clients.header_timeout,
+                defaults.header_timeout,
+                "header_timeout",
+            )?,
+            body_timeout: timeout(clients.body_timeout, defaults.body_timeout, "body_timeout")?,
+            idle_timeout: timeout(clients.idle_timeout, defaults.idle_timeout, "idle_timeout")?,
+            send_timeout: timeout(clients.send_timeout, defaults.send_timeout, "send_timeout")?,
+            max_connections: clients.max_connections.map(Bounded::get),
+            max_connections_per_address: clients
+                .max_connections_per_address
+                .map_or(defaults.max_connections_per_address, Bounded::get),
+        };
         Ok(Settings {
+            clients,
             trusted_proxies,
             state_dir,
             verification,
@@ -493,6 +519,7 @@ impl Validator<'_> {
                 .upstream_timeout
                 .map_or(DEFAULT_UPSTREAM_TIMEOUT, |d| d.0),
             content_usage: site.content_usage,
+            forwarding: site.forwarding,
         })
     }
 
@@ -509,12 +536,14 @@ impl Validator<'_> {
                 ))
             }
         };
+        let ca = self.upstream_ca(i, site)?;
         if !self.resolve {
             return Ok(Upstream {
                 addr: UpstreamAddr::Tcp(site.upstream.clone()),
                 resolved: site.upstream.parse().ok(),
                 tls: site.tls,
                 sni: site.sni.clone().unwrap_or_else(|| host.to_owned()),
+                ca,
             });
         }
         let resolved = site
@@ -537,7 +566,47 @@ impl Validator<'_> {
             resolved: Some(resolved),
             tls: site.tls,
             sni: site.sni.clone().unwrap_or_else(|| host.to_owned()),
+            ca,
         })
+    }
+
+    /// A TLS origin's CA file: readable, with at least one PEM certificate.
+    fn upstream_ca(&self, i: usize, site: &SiteFile) -> Result<Option<PathBuf>, ConfigError> {
+        let Some(file) = &site.upstream_ca else {
+            return Ok(None);
+        };
+        if !site.tls {
+            return Err(self.site_error(
+                i,
+                "upstream_ca:",
+                format!("sites[{i}].upstream_ca: the origin does not speak TLS: add `tls: true`, or remove upstream_ca"),
+            ));
+        }
+        let path = self.path(file);
+        let certs = std::fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|pem| {
+                crate::proxy::tls::certs::pem_certificates(&pem).map_err(|e| e.to_string())
+            });
+        match certs {
+            Ok(certs) if !certs.is_empty() => Ok(Some(path)),
+            Ok(_) => Err(self.site_error(
+                i,
+                "upstream_ca:",
+                format!(
+                    "sites[{i}].upstream_ca: `{}` holds no PEM certificate",
+                    path.display()
+                ),
+            )),
+            Err(e) => Err(self.site_error(
+                i,
+                "upstream_ca:",
+                format!(
+                    "sites[{i}].upstream_ca: cannot read `{}`: {e}",
+                    path.display()
+                ),
+            )),
+        }
     }
 
     fn robots(&self, i: usize, site: &SiteFile) -> Result<RobotsSettings, ConfigError> {
