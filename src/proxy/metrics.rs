@@ -41,6 +41,10 @@ pub const METRIC_NAMES: &[&str] = &[
     "crawlgate_signature_keys",
     "crawlgate_verifications_total",
     "crawlgate_aborted_responses_total",
+    "crawlgate_client_connections",
+    "crawlgate_client_connections_refused_total",
+    "crawlgate_accept_waits_total",
+    "crawlgate_client_timeouts_total",
 ];
 
 /// The metrics of one crawlgate process, in their own registry.
@@ -115,6 +119,16 @@ pub struct Metrics {
     /// `crawlgate_aborted_responses_total{site, cause}`: responses whose transfer to the client
     /// was aborted because the origin failed after their header was sent.
     pub aborted_responses: IntCounterVec,
+    /// `crawlgate_client_connections`: client connections open (accepted, not yet closed).
+    pub client_connections: prometheus::IntGauge,
+    /// `crawlgate_client_connections_refused_total{reason}`: connections closed at once
+    /// (`per_address`: the address holds its most; `draining`: the process is stopping).
+    pub connections_refused: IntCounterVec,
+    /// `crawlgate_accept_waits_total`: times accepting paused at `clients.max_connections`.
+    pub accept_waits: IntCounter,
+    /// `crawlgate_client_timeouts_total{phase}`: connections closed because a client took too
+    /// long (`header`, `idle`, `body`, `send`).
+    pub client_timeouts: IntCounterVec,
 }
 
 /// A metric that could not be registered: a programming error, reported at startup.
@@ -180,7 +194,31 @@ impl Metrics {
             &["site"],
         )?;
         registry.register(Box::new(robots_refresh.clone()))?;
+        let client_connections = prometheus::IntGauge::new(
+            "crawlgate_client_connections",
+            "Client connections open: accepted (TLS handshakes included) and not yet closed.",
+        )?;
+        registry.register(Box::new(client_connections.clone()))?;
+        let accept_waits = IntCounter::new(
+            "crawlgate_accept_waits_total",
+            "Times accepting new connections paused because clients.max_connections were open (the kernel's backlog holds new ones meanwhile).",
+        )?;
+        registry.register(Box::new(accept_waits.clone()))?;
         Ok(Metrics {
+            client_connections,
+            accept_waits,
+            connections_refused: counter(
+                r,
+                "crawlgate_client_connections_refused_total",
+                "Client connections closed as soon as accepted: per_address (the address, or IPv6 /64, holds clients.max_connections_per_address already) or draining (the process is stopping).",
+                &["reason"],
+            )?,
+            client_timeouts: counter(
+                r,
+                "crawlgate_client_timeouts_total",
+                "Client connections closed because the client took too long: header (a request header did not arrive within clients.header_timeout), idle (no next request within clients.idle_timeout), body (silent for clients.body_timeout while sending a body), send (did not read what it was sent for clients.send_timeout).",
+                &["phase"],
+            )?,
             aborted_responses: counter(
                 r,
                 "crawlgate_aborted_responses_total",

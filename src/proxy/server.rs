@@ -8,6 +8,7 @@ use super::config::{
     RobotsSettings, RobotsSource, Settings, SiteSettings, Upstream, UpstreamAddr,
     VerificationSettings, DEFAULT_READ_BUFFER_BYTES, DEFAULT_TAG_PREFIX,
 };
+use super::connection::{Gate, Guarded, Stop};
 use super::demo::{DemoApp, DEMO_ROBOTS};
 use super::metrics::Metrics;
 use super::reload::{ConfigSource, Reloader};
@@ -167,24 +168,24 @@ pub fn run(
     let mut server = Server::new_with_opt_and_conf(None, server_conf(&settings.pingora));
     server.bootstrap();
 
-    let mut proxy = pingora::proxy::http_proxy_service_with_name(
-        &server.configuration,
-        CrawlGate::new(shared.clone()),
-        "crawlgate proxy",
+    let mut app = pingora::proxy::http_proxy(&server.configuration, CrawlGate::new(shared.clone()));
+    let mut options = pingora::apps::HttpServerOptions::default();
+    options.h2c = settings.h2c;
+    // An HTTP/2 connection with no stream open is idle: closed as an HTTP/1.1 one would be.
+    options.h2_idle_timeout = Some(settings.clients.idle_timeout);
+    app.server_options = Some(options);
+    let registry = shared.connections.clone();
+    let mut proxy = Service::new(
+        "crawlgate proxy".into(),
+        Guarded::new(app, registry.clone()),
     );
+    proxy.set_connection_filter(Arc::new(Gate(registry.clone())));
     // Each connection gets a read buffer of this size: pingora's 64 KiB default costs ~44 KiB
     // of resident memory per idle keep-alive connection.
     let buffers = L4BufferSettings::default().read(settings.pingora.read_buffer_bytes);
     for addr in &settings.listen {
         let endpoint = ListenerConfig::tcp(addr.to_string()).l4_buffer(buffers);
         proxy.endpoints().add_listener(endpoint);
-    }
-    if settings.h2c {
-        if let Some(app) = proxy.app_logic_mut() {
-            let mut options = pingora::apps::HttpServerOptions::default();
-            options.h2c = true;
-            app.server_options = Some(options);
-        }
     }
     let mut tls_listeners = Vec::new();
     for tls in &settings.tls_listen {
@@ -234,7 +235,18 @@ pub fn run(
     if let Some(writer) = writer {
         server.add_service(background_service("crawlgate access log", writer));
     }
-    server.run(pingora::server::RunArgs::default());
+    log::info!(
+        "accepting up to {} client connections ({} per address)",
+        registry.max_connections(),
+        settings.clients.max_connections_per_address
+    );
+    server.run(pingora::server::RunArgs {
+        shutdown_signal: Box::new(Stop {
+            registry,
+            grace: Duration::from_secs(settings.pingora.grace_period_seconds),
+            access_log: shared.access_log.clone(),
+        }),
+    });
     if let Some(socket) = &demo_socket {
         let _ = std::fs::remove_file(socket);
     }

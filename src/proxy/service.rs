@@ -6,6 +6,7 @@
 
 use super::access_log::Entry;
 use super::client::Forwarding;
+use super::connection::{InFlight, Watched};
 use super::decide::{self, Decision, Mode, RequestFacts};
 use super::forwarding::{self, ClientHeaders, Hop};
 use super::host::{host_name, InvalidHost};
@@ -47,6 +48,8 @@ pub struct Ctx {
     decision: Option<Box<Decision>>,
     /// crawlgate answered the client's `Expect: 100-continue` itself: the origin is not asked.
     continued: bool,
+    /// The request is in flight (a stop waits for it) until the context is dropped.
+    _in_flight: Option<InFlight>,
 }
 
 /// The longest piece of request data that goes into a header value or a body.
@@ -232,6 +235,24 @@ fn signed_scheme(
     }
 }
 
+/// Logs a request that failed: an origin's failure at WARN (the operator can act on it), a
+/// client's (it hung up, or stopped sending) at DEBUG, crawlgate's own at ERROR.
+fn log_failure(session: &Session, error: &Error, decision: Option<&Decision>) {
+    let request = session.req_header();
+    let site = decision.map_or("-", |d| d.site.settings.name.as_str());
+    let target = sanitize(request.uri.path_and_query().map_or("/", |p| p.as_str()));
+    let method = request.method.as_str();
+    match error.esource() {
+        ErrorSource::Upstream => {
+            log::warn!("site {site}: {method} {target}: the origin failed: {error}")
+        }
+        ErrorSource::Downstream => {
+            log::debug!("site {site}: {method} {target}: the client failed: {error}")
+        }
+        _ => log::error!("site {site}: {method} {target}: {error}"),
+    }
+}
+
 /// Whether a request carries more than one User-Agent value.
 fn several_user_agents(request: &RequestHeader) -> bool {
     let mut values = request.headers.get_all(USER_AGENT).iter();
@@ -283,9 +304,14 @@ impl ProxyHttp for CrawlGate {
         Ctx::default()
     }
 
-    async fn early_request_filter(&self, session: &mut Session, _ctx: &mut Ctx) -> Result<()> {
+    async fn early_request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<()> {
         let clients = self.shared.global.load().clients;
+        let connections = &self.shared.connections;
+        ctx._in_flight = Some(connections.request_started());
         let downstream = session.as_downstream_mut();
+        if let Some(watched) = downstream.stream().and_then(Watched::of) {
+            watched.request_started();
+        }
         // Requests a client sends before the answer to the one before (RFC 9112 §9.3.2) are
         // answered in order, instead of failing the request in flight.
         downstream.set_pipelining_enabled(true);
@@ -298,6 +324,7 @@ impl ProxyHttp for CrawlGate {
                 .headers
                 .get(http::header::CONNECTION)
                 .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"keep-alive"));
+        let keep = keep && !connections.draining();
         downstream.set_keepalive(keep.then(|| clients.idle_timeout.as_secs().max(1)));
         Ok(())
     }
@@ -607,7 +634,25 @@ impl ProxyHttp for CrawlGate {
         Ok(())
     }
 
+    /// pingora's own error line is replaced by [`log_failure`]'s, at the level of its cause.
+    fn suppress_error_log(&self, _session: &Session, _ctx: &Ctx, _error: &Error) -> bool {
+        true
+    }
+
     async fn logging(&self, session: &mut Session, error: Option<&Error>, ctx: &mut Ctx) {
+        if let Some(watched) = session.as_downstream().stream().and_then(Watched::of) {
+            watched.request_finished();
+        }
+        if let Some(error) = error {
+            log_failure(session, error, ctx.decision.as_deref());
+            if error.esource() == &ErrorSource::Downstream {
+                match error.etype() {
+                    ReadTimedout => self.shared.connections.timed_out("body"),
+                    WriteTimedout => self.shared.connections.timed_out("send"),
+                    _ => {}
+                }
+            }
+        }
         let Some(decision) = &ctx.decision else {
             return;
         };
