@@ -87,7 +87,8 @@ pub struct Metrics {
     pub ranges_reloads: IntCounterVec,
     /// `crawlgate_tracked_entries{kind}`: crawlers and clients remembered (bounded).
     pub tracked: IntGaugeVec,
-    /// `crawlgate_bad_requests_total{reason}`: requests answered 400 before routing.
+    /// `crawlgate_bad_requests_total{reason}`: requests refused with 400 before any site judged
+    /// them (a bounded set of reasons).
     pub bad_requests: IntCounterVec,
     /// `crawlgate_robots_snapshots`: compiled robots.txt snapshots alive.
     pub snapshots: prometheus::IntGauge,
@@ -266,7 +267,7 @@ impl Metrics {
             bad_requests: counter(
                 r,
                 "crawlgate_bad_requests_total",
-                "Requests answered 400 by crawlgate before routing, by reason (duplicate_host, missing_host).",
+                "Requests refused with 400 before any site judged them, by reason: the Host (duplicate_host, missing_host, invalid_host), several_user_agents, unreadable_body, and what pingora would not read (invalid_request_line, invalid_header_line, too_many_headers, header_too_large, host_mismatch, invalid_content_length, invalid_transfer_encoding, unparsable).",
                 &["reason"],
             )?,
             tracked: gauge(

@@ -155,16 +155,40 @@ fn request_host(request: &RequestHeader) -> Result<Option<&[u8]>, HostProblem> {
     if hosts.next().is_some() {
         return Err(HostProblem::Duplicate);
     }
-    let host = match (request.uri.authority(), header) {
-        (Some(authority), _) => authority.as_str().as_bytes(),
+    // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400, whatever its target says.
+    if header.is_none() && request.version == http::Version::HTTP_11 {
+        return Err(HostProblem::Missing);
+    }
+    let host = match (target_authority(request), header) {
+        (Some(authority), _) => authority,
         (None, Some(header)) => header.as_bytes(),
-        (None, None) if request.version == http::Version::HTTP_11 => {
-            return Err(HostProblem::Missing)
-        }
         (None, None) => return Ok(None),
     };
     host_name(host).map_err(HostProblem::Invalid)?;
     Ok(Some(host))
+}
+
+/// The authority of a request's target: HTTP/2's `:authority`, or that of an HTTP/1.1
+/// absolute-form target (`GET http://a.test/x`), which pingora keeps only in the raw target.
+fn target_authority(request: &RequestHeader) -> Option<&[u8]> {
+    if let Some(authority) = request.uri.authority() {
+        return Some(authority.as_str().as_bytes());
+    }
+    let raw = request.raw_path();
+    if raw.first() == Some(&b'/') {
+        return None;
+    }
+    let scheme = raw.iter().position(|&b| b == b':')?;
+    if !raw[..scheme].eq_ignore_ascii_case(b"http") && !raw[..scheme].eq_ignore_ascii_case(b"https")
+    {
+        return None;
+    }
+    let rest = raw[scheme..].strip_prefix(b"://")?;
+    let end = rest
+        .iter()
+        .position(|&b| matches!(b, b'/' | b'?' | b'#'))
+        .unwrap_or(rest.len());
+    Some(&rest[..end])
 }
 
 /// The text of a blocked request's response: which rule, or why the crawler is refused.
@@ -524,11 +548,16 @@ impl ProxyHttp for CrawlGate {
             .flatten()
             .unwrap_or_default();
         let host = std::str::from_utf8(host).unwrap_or_default();
-        // The Host the origin reads is the one that chose the site.
-        if upstream.uri.authority().is_some()
-            && upstream.headers.get(HOST).map(|h| h.as_bytes()) != Some(host.as_bytes())
-        {
-            upstream.insert_header(HOST, host)?;
+        // The Host the origin reads is the one that chose the site, and the target is in origin
+        // form, as nginx sends it (an origin need not read absolute-form).
+        if target_authority(upstream).is_some() {
+            if upstream.headers.get(HOST).map(|h| h.as_bytes()) != Some(host.as_bytes()) {
+                upstream.insert_header(HOST, host)?;
+            }
+            let target = upstream.uri.path_and_query().map_or("/", |p| p.as_str());
+            if let Ok(origin_form) = http::Uri::try_from(target) {
+                upstream.set_uri(origin_form);
+            }
         }
         let proto = if session.digest().is_some_and(|d| d.ssl_digest.is_some()) {
             "https"
@@ -834,8 +863,10 @@ mod tests {
         assert_eq!(request_host(&request), Ok(Some(&b"a.test"[..])));
         request.append_header("Host", "b.test").unwrap();
         assert_eq!(request_host(&request), Err(HostProblem::Duplicate));
-        let mut absolute = RequestHeader::build("GET", b"/x", None).unwrap();
-        absolute.set_uri(http::Uri::from_static("http://a.test/x"));
+        let mut absolute = RequestHeader::build("GET", b"http://a.test/x", None).unwrap();
+        assert_eq!(target_authority(&absolute), Some(&b"a.test"[..]));
+        assert_eq!(request_host(&absolute), Err(HostProblem::Missing));
+        absolute.set_version(http::Version::HTTP_10);
         assert_eq!(request_host(&absolute), Ok(Some(&b"a.test"[..])));
         // The target's authority wins over the Host header (RFC 9112 section 3.2.2).
         absolute.append_header("Host", "b.test").unwrap();

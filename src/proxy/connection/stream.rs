@@ -72,6 +72,8 @@ pub struct Watched {
     header: Vec<u8>,
     /// crawlgate's answer in place of pingora's empty 400, and how much of it is written.
     rewrite: Option<(Vec<u8>, usize)>,
+    /// Bytes read to tell HTTP/2's preface, not yet handed to pingora.
+    peeked: Vec<u8>,
 }
 
 impl std::fmt::Debug for Watched {
@@ -100,6 +102,7 @@ impl Watched {
             timer: Box::pin(tokio::time::sleep_until(deadline)),
             header: Vec::new(),
             rewrite: None,
+            peeked: Vec::new(),
         }
     }
 
@@ -203,6 +206,15 @@ impl AsyncRead for Watched {
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
         this.follow_phase();
+        if !this.peeked.is_empty() {
+            let n = this.peeked.len().min(buf.remaining());
+            let peeked: Vec<u8> = this.peeked.drain(..n).collect();
+            buf.put_slice(&peeked);
+            if this.waiting != Waiting::Nothing {
+                this.header_bytes(&peeked);
+            }
+            return Poll::Ready(Ok(()));
+        }
         let before = buf.filled().len();
         match Pin::new(&mut this.inner).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
@@ -339,9 +351,35 @@ impl GetSocketDigest for Watched {
     }
 }
 
+/// HTTP/2's connection preface (RFC 9113 §3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// pingora peeks at a plain connection's first bytes to tell HTTP/2 with prior knowledge from
+/// HTTP/1.1, by reading until it has as many as the preface: untimed, and for ever on a request
+/// shorter than the preface (`GET / HTTP/1.0` and an empty line is 18). Here the peek stops as
+/// soon as the bytes cannot be the preface, and at the header deadline; the bytes read are
+/// handed to pingora's reads afterwards.
 #[async_trait]
 impl Peek for Watched {
     async fn try_peek(&mut self, buf: &mut [u8]) -> io::Result<bool> {
-        self.inner.try_peek(buf).await
+        use tokio::io::AsyncReadExt;
+        let deadline = self.timer.deadline();
+        let mut chunk = [0u8; 64];
+        while self.peeked.len() < buf.len() && H2_PREFACE.starts_with(&self.peeked) {
+            let read = tokio::time::timeout_at(deadline, self.inner.read(&mut chunk)).await;
+            match read {
+                Ok(Ok(0)) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(Ok(n)) => self.peeked.extend_from_slice(&chunk[..n]),
+                Ok(Err(e)) => return Err(e),
+                Err(_) => {
+                    self.registry.timed_out("header");
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+            }
+        }
+        let n = self.peeked.len().min(buf.len());
+        buf[..n].copy_from_slice(&self.peeked[..n]);
+        buf[n..].fill(0);
+        Ok(true)
     }
 }
