@@ -1,7 +1,9 @@
 //! What verifying a Web Bot Auth signature costs a signed request, beside the floor it cannot
 //! go under: one raw Ed25519 verification of the same signature base, measured in the same run.
-//! Also a signed request with a fresh nonce (remembered per request), and an unsigned request
-//! (the one header lookup every request pays). Run: `cargo bench --bench signature`.
+//! Also a signed request with a fresh nonce (remembered per request), an unsigned request
+//! (the one header lookup every request pays), and an attacker's `Signature-Input` of 1 MB
+//! with 10,000 labels, which the size and label limits must refuse before any parsing.
+//! Run: `cargo bench --bench signature`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -158,7 +160,40 @@ fn signature(c: &mut Criterion) {
             )
         })
     });
+    let (huge, _, _) = signed(&f, None);
+    let huge = oversized(huge);
+    group.bench_function("oversized_signature_input", |b| {
+        b.iter(|| {
+            black_box(
+                f.signatures
+                    .check(&view(black_box(&huge)), None, SystemTime::now()),
+            )
+        })
+    });
     group.finish();
+}
+
+/// A signed request whose `Signature-Input` is replaced by 1 MB (under pingora's 1 MiB header
+/// limit) of 10,000 labels, each tagged
+/// `web-bot-auth` with every parameter the profile asks for, so that nothing short of a limit
+/// stops a parser from reading them all.
+fn oversized(mut headers: HeaderMap) -> HeaderMap {
+    let padding = "k".repeat(33);
+    let labels: Vec<String> = (0..10_000)
+        .map(|i| {
+            format!(
+                r#"l{i}=("@authority");created=1;expires=2;keyid="{padding}";tag="web-bot-auth""#
+            )
+        })
+        .collect();
+    let value = labels.join(", ");
+    assert!(
+        (1_000_000..1 << 20).contains(&value.len()),
+        "{}",
+        value.len()
+    );
+    headers.insert("signature-input", HeaderValue::from_str(&value).unwrap());
+    headers
 }
 
 criterion_group!(benches, signature);
