@@ -40,6 +40,8 @@ pub const METRIC_NAMES: &[&str] = &[
     "crawlgate_signature_directory_fetches_total",
     "crawlgate_signature_keys",
     "crawlgate_verifications_total",
+    "crawlgate_dns_lookups_shed_total",
+    "crawlgate_dns_lookups_in_flight",
 ];
 
 /// The metrics of one crawlgate process, in their own registry.
@@ -78,6 +80,11 @@ pub struct Metrics {
     pub requests_without_robots_fetch: IntCounterVec,
     /// `crawlgate_dns_lookups_total{result}`: reverse-DNS verifications.
     pub dns_lookups: IntCounterVec,
+    /// `crawlgate_dns_lookups_shed_total{limit}`: crawler claims decided `unverifiable` at once
+    /// because a lookup limit was reached (`instance` or `client`).
+    pub dns_lookups_shed: IntCounterVec,
+    /// `crawlgate_dns_lookups_in_flight`: reverse-DNS lookups running (each holds a socket).
+    pub dns_lookups_in_flight: prometheus::IntGauge,
     /// `crawlgate_ranges_reloads_total{bot, result}`: published IP range files loaded.
     pub ranges_reloads: IntCounterVec,
     /// `crawlgate_tracked_entries{kind}`: crawlers and clients remembered (bounded).
@@ -176,7 +183,19 @@ impl Metrics {
             &["site"],
         )?;
         registry.register(Box::new(robots_refresh.clone()))?;
+        let dns_lookups_in_flight = prometheus::IntGauge::new(
+            "crawlgate_dns_lookups_in_flight",
+            "Reverse-DNS lookups running now, each holding a socket; at most verification.dns.max_lookups.",
+        )?;
+        registry.register(Box::new(dns_lookups_in_flight.clone()))?;
         Ok(Metrics {
+            dns_lookups_in_flight,
+            dns_lookups_shed: counter(
+                r,
+                "crawlgate_dns_lookups_shed_total",
+                "Crawler claims decided unverifiable at once, without a lookup, because the lookups running reached a limit: instance (verification.dns.max_lookups) or client (max_lookups_per_client).",
+                &["limit"],
+            )?,
             content_usage: counter(
                 r,
                 "crawlgate_content_usage_total",

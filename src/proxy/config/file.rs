@@ -243,6 +243,10 @@ pub struct DnsFile {
     pub positive_ttl: Option<HumanDuration>,
     /// How long a spoofed address is remembered (default 10m).
     pub negative_ttl: Option<HumanDuration>,
+    /// The most lookups running at once (default 256).
+    pub max_lookups: Option<Bounded<1, 65_536>>,
+    /// The most lookups running at once for one client network (default 4).
+    pub max_lookups_per_client: Option<Bounded<1, 1024>>,
 }
 
 /// `politeness:` as written.

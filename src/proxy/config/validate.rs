@@ -336,6 +336,14 @@ impl Validator<'_> {
             error_ttl: defaults.error_ttl,
             cache_size: file.dns.cache_size.map_or(defaults.cache_size, |n| n.0),
             server: file.dns.server.map(|a| a.0),
+            max_lookups: file
+                .dns
+                .max_lookups
+                .map_or(defaults.max_lookups, |n| n.get()),
+            max_lookups_per_client: file
+                .dns
+                .max_lookups_per_client
+                .map_or(defaults.max_lookups_per_client, |n| n.get()),
         };
         for (token, domains) in &file.reverse_dns {
             // An empty list is allowed: it turns the catalog's domains off for that crawler.
@@ -1077,5 +1085,24 @@ mod tests {
         let error = parse(&bad).unwrap_err();
         assert!(error.message.contains("ai-training"), "{error}");
         assert_eq!(error.line, Some(5));
+    }
+
+    #[test]
+    fn reverse_dns_lookups_are_bounded_within_ranges() {
+        let defaults = parse(MINIMAL).unwrap().verification.dns;
+        assert_eq!(
+            (defaults.max_lookups, defaults.max_lookups_per_client),
+            (256, 4)
+        );
+        let text = format!(
+            "{MINIMAL}verification:\n  dns:\n    max_lookups: 64\n    max_lookups_per_client: 2\n"
+        );
+        let dns = parse(&text).unwrap().verification.dns;
+        assert_eq!((dns.max_lookups, dns.max_lookups_per_client), (64, 2));
+        let error = parse(&text.replace("max_lookups: 64", "max_lookups: 0")).unwrap_err();
+        assert!(error.message.contains("1 to 65536"), "{error}");
+        assert_eq!(error.line, Some(9), "{error}");
+        let error = parse(&text.replace("client: 2", "client: 5000")).unwrap_err();
+        assert!(error.message.contains("1 to 1024"), "{error}");
     }
 }
