@@ -1,227 +1,23 @@
 //! Web Bot Auth through the real proxy on loopback: a test signer with its own Ed25519 key signs
-//! requests by hand (RFC 9421's signature base, written here independently of the verifier);
-//! its key directory is served over HTTPS by a server this test starts, with a certificate from
-//! a test CA the configuration trusts. Valid, expired, future-dated, wrong tag, wrong key,
-//! tampered authority, replayed nonce, the directory down (the keys held, and those kept in the
-//! state directory across a restart, still verify), and a loopback directory refused unless
-//! `allow_private` is set.
+//! requests by hand (RFC 9421's signature base, written here independently of the verifier,
+//! `harness::signer`); its key directory is served over HTTPS by a server this test starts,
+//! with a certificate from a test CA the configuration trusts. Valid, expired, future-dated,
+//! wrong tag, wrong key, tampered authority, replayed nonce, the directory down (the keys held,
+//! and those kept in the state directory across a restart, still verify), and a loopback
+//! directory refused unless `allow_private` is set. Then issue 22's cases: a nonce-less
+//! signature replayed from another client, User-Agent or path; a person's invalid signature;
+//! `Signature-Agent` parameters and case; nonce and header limits; the nonce memory and the
+//! directory fetch queue partitioned from unlisted directories; fetches run concurrently.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod harness;
 
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use base64::Engine as _;
-use ed25519_dalek::{Signer as _, SigningKey};
+use harness::signer::*;
 use harness::*;
-use http_body_util::Full;
-use hyper::body::Bytes;
-use hyper::service::service_fn;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
-use sha2::{Digest, Sha256};
-use std::convert::Infallible;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
-
-const MEDIA_TYPE: &str = "application/http-message-signatures-directory+json";
-
-/// A signer: an Ed25519 key, its JWK and RFC 7638 thumbprint.
-struct Signer {
-    key: SigningKey,
-}
-
-impl Signer {
-    fn new(seed: u8) -> Signer {
-        Signer {
-            key: SigningKey::from_bytes(&[seed; 32]),
-        }
-    }
-
-    fn x(&self) -> String {
-        URL_SAFE_NO_PAD.encode(self.key.verifying_key().to_bytes())
-    }
-
-    fn keyid(&self) -> String {
-        let canonical = format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{}"}}"#, self.x());
-        URL_SAFE_NO_PAD.encode(Sha256::digest(canonical.as_bytes()))
-    }
-
-    fn jwks(&self) -> String {
-        format!(
-            r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","kid":"{}","x":"{}"}}]}}"#,
-            self.keyid(),
-            self.x()
-        )
-    }
-}
-
-/// What to sign, and how.
-struct Signing<'a> {
-    signer: &'a Signer,
-    /// The keyid sent (normally the signer's own).
-    keyid: String,
-    /// The @authority signed.
-    authority: String,
-    agent: String,
-    created: i64,
-    expires: i64,
-    tag: &'a str,
-    nonce: String,
-}
-
-fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
+use std::sync::atomic::Ordering;
 
 /// A change to a valid signing that makes it invalid.
 type Change = fn(&mut Signing);
-
-static NONCES: AtomicU64 = AtomicU64::new(0);
-
-impl<'a> Signing<'a> {
-    fn new(signer: &'a Signer, authority: &str, agent: &str) -> Signing<'a> {
-        Signing {
-            signer,
-            keyid: signer.keyid(),
-            authority: authority.into(),
-            agent: agent.into(),
-            created: now() - 5,
-            expires: now() + 300,
-            tag: "web-bot-auth",
-            nonce: format!("nonce-{}", NONCES.fetch_add(1, Ordering::Relaxed)),
-        }
-    }
-
-    /// The three headers, in the dictionary form of `Signature-Agent`.
-    fn headers(&self) -> Vec<(&'static str, String)> {
-        let params = format!(
-            r#"("@authority" "signature-agent";key="sig1");created={};expires={};keyid="{}";alg="ed25519";nonce="{}";tag="{}""#,
-            self.created, self.expires, self.keyid, self.nonce, self.tag
-        );
-        let agent = format!("\"{}\"", self.agent);
-        let base = format!(
-            "\"@authority\": {}\n\"signature-agent\";key=\"sig1\": {agent}\n\"@signature-params\": {params}",
-            self.authority
-        );
-        let signature = STANDARD.encode(self.signer.key.sign(base.as_bytes()).to_bytes());
-        vec![
-            ("signature-input", format!("sig1={params}")),
-            ("signature", format!("sig1=:{signature}:")),
-            ("signature-agent", format!("sig1={agent}")),
-        ]
-    }
-}
-
-/// A test CA and an HTTPS server of one signer's key directory on loopback.
-struct Directory {
-    port: u16,
-    ca_pem: String,
-    up: Arc<AtomicBool>,
-    served: Arc<AtomicU64>,
-    _runtime: tokio::runtime::Runtime,
-}
-
-impl Directory {
-    fn start(jwks: String) -> Directory {
-        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
-        let ca_key = KeyPair::generate().unwrap();
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, "crawlgate test CA");
-        let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-        let issuer = Issuer::new(ca_params, ca_key);
-        let leaf_key = KeyPair::generate().unwrap();
-        let leaf = CertificateParams::new(vec!["localhost".to_owned()])
-            .unwrap()
-            .signed_by(&leaf_key, &issuer)
-            .unwrap();
-        let identity = tokio_native_tls::native_tls::Identity::from_pkcs8(
-            leaf.pem().as_bytes(),
-            leaf_key.serialize_pem().as_bytes(),
-        )
-        .unwrap();
-        let acceptor = tokio_native_tls::TlsAcceptor::from(
-            tokio_native_tls::native_tls::TlsAcceptor::builder(identity)
-                .build()
-                .unwrap(),
-        );
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let up = Arc::new(AtomicBool::new(true));
-        let served = Arc::new(AtomicU64::new(0));
-        let (up_flag, count) = (up.clone(), served.clone());
-        runtime.spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                let (acceptor, jwks, up, count) = (
-                    acceptor.clone(),
-                    jwks.clone(),
-                    up_flag.clone(),
-                    count.clone(),
-                );
-                tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(stream).await else {
-                        return;
-                    };
-                    let service = service_fn(move |request: Request<hyper::body::Incoming>| {
-                        let (jwks, up, count) = (jwks.clone(), up.clone(), count.clone());
-                        async move {
-                            let path = request.uri().path();
-                            let response = if !up.load(Ordering::SeqCst) {
-                                Response::builder()
-                                    .status(503)
-                                    .body(Full::new(Bytes::new()))
-                            } else if path == "/.well-known/http-message-signatures-directory" {
-                                count.fetch_add(1, Ordering::SeqCst);
-                                Response::builder()
-                                    .header("content-type", MEDIA_TYPE)
-                                    .body(Full::new(Bytes::from(jwks)))
-                            } else {
-                                Response::builder()
-                                    .status(404)
-                                    .body(Full::new(Bytes::new()))
-                            };
-                            Ok::<_, Infallible>(response.unwrap())
-                        }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(tls), service)
-                        .await;
-                });
-            }
-        });
-        Directory {
-            port,
-            ca_pem: ca_cert.pem(),
-            up,
-            served,
-            _runtime: runtime,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("https://localhost:{}", self.port)
-    }
-
-    fn label(&self) -> String {
-        format!("localhost:{}", self.port)
-    }
-}
 
 const ROBOTS: &str =
     "User-agent: ChatGPT-User\\nDisallow: /agent-no/\\n\\nUser-agent: *\\nDisallow: /private/\\n";
@@ -252,9 +48,29 @@ sites:
     )
 }
 
+/// ChatGPT's agent, as its User-Agent names it (its browser agent sends a browser's).
+const CHATGPT_USER: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; ChatGPT-User/1.0; +https://openai.com/bot";
+
 /// A GET with a browser's User-Agent and these headers: status, body.
 fn send(proxy: &Proxy, path: &str, headers: &[(&'static str, String)]) -> (u16, String) {
-    let mut request = client().get(proxy.url(path)).header("user-agent", FIREFOX);
+    send_as(proxy, FIREFOX, None, path, headers)
+}
+
+/// A GET with this User-Agent, from `client` (through a trusted proxy's X-Forwarded-For) when
+/// given, and these headers: status, body.
+fn send_as(
+    proxy: &Proxy,
+    user_agent: &str,
+    client: Option<&str>,
+    path: &str,
+    headers: &[(&'static str, String)],
+) -> (u16, String) {
+    let mut request = harness::client()
+        .get(proxy.url(path))
+        .header("user-agent", user_agent);
+    if let Some(client) = client {
+        request = request.header("x-forwarded-for", client);
+    }
     for (name, value) in headers {
         request = request.header(*name, value);
     }
@@ -278,10 +94,22 @@ fn wait_for_keys(proxy: &Proxy, directory: &Directory) {
 }
 
 fn signatures(proxy: &Proxy, result: &str) -> f64 {
-    let series = format!(
-        r#"crawlgate_signatures_total{{bot="ChatGPT-User",result="{result}",site="site"}}"#
-    );
+    signatures_of(proxy, "ChatGPT-User", result)
+}
+
+fn signatures_of(proxy: &Proxy, bot: &str, result: &str) -> f64 {
+    let series =
+        format!(r#"crawlgate_signatures_total{{bot="{bot}",result="{result}",site="site"}}"#);
     proxy.metric(&series).unwrap_or(0.0)
+}
+
+/// Whether the origin's last request for `path` came judged as a crawler.
+fn judged(origin: &Origin, path: &str) -> bool {
+    origin
+        .last(path)
+        .unwrap()
+        .headers
+        .contains_key("x-crawlgate-bot")
 }
 
 #[test]
@@ -341,13 +169,21 @@ fn signed_requests_are_verified_and_bad_signatures_refused() {
         .headers
         .contains_key("x-crawlgate-bot"));
 
-    // Replayed: the same signature again is refused with 429.
-    let (status, body) = send(&proxy, "/agent-no/page", &valid);
+    // Replayed: the same signature again, with the User-Agent of the crawler it speaks for, is
+    // refused with 429; with a browser's, it proves nothing and the browser stays a person
+    // (counted, never refused).
+    let (status, body) = send_as(&proxy, CHATGPT_USER, None, "/agent-no/page", &valid);
     assert_eq!(status, 429, "{body}");
     assert!(body.contains("replayed"), "{body}");
+    let (status, body) = send(&proxy, "/agent-no/replayed", &valid);
+    assert_eq!(status, 200, "{body}");
+    assert!(!judged(&origin, "/agent-no/replayed"));
+    assert_eq!(signatures(&proxy, "replayed"), 1.0);
+    assert_eq!(signatures_of(&proxy, "person", "replayed"), 1.0);
 
-    // Bad signatures on a request naming ChatGPT-User's directory are a false claim: spoofed,
-    // blocked (on_spoofed's default), with the reason.
+    // Bad signatures on a request whose User-Agent claims ChatGPT-User are a false claim:
+    // spoofed, blocked (on_spoofed's default), with the reason. With a browser's User-Agent
+    // the same signatures leave a person a person: forwarded untouched, counted as invalid.
     let cases: [(&str, Change); 4] = [
         ("expired", |s: &mut Signing| {
             s.created = now() - 7200;
@@ -364,18 +200,24 @@ fn signed_requests_are_verified_and_bad_signatures_refused() {
             s.expires = s.created + 24 * 3600 + 1
         }),
     ];
-    for (why, change) in cases {
+    for (i, (why, change)) in cases.into_iter().enumerate() {
         let mut signing = Signing::new(&signer, &authority, &directory.url());
         change(&mut signing);
-        let (status, body) = send(&proxy, "/page", &signing.headers());
+        let (status, body) = send_as(&proxy, CHATGPT_USER, None, "/page", &signing.headers());
         assert_eq!(status, 403, "{why}: {body}");
         assert!(body.contains(why), "{why}: {body}");
         assert!(body.contains("ChatGPT-User"), "{body}");
+        let path = format!("/agent-no/person-{i}");
+        let (status, body) = send(&proxy, &path, &signing.headers());
+        assert_eq!(status, 200, "{why}: {body}");
+        assert!(!judged(&origin, &path), "{why}: a person is not judged");
     }
     // A key the directory does not hold (its own thumbprint as keyid, or the real keyid).
     let stranger = Signer::new(9);
-    let (status, body) = send(
+    let (status, body) = send_as(
         &proxy,
+        CHATGPT_USER,
+        None,
         "/page",
         &Signing::new(&stranger, &authority, &directory.url()).headers(),
     );
@@ -383,10 +225,11 @@ fn signed_requests_are_verified_and_bad_signatures_refused() {
     assert!(body.contains("not in the directory's keys"), "{body}");
     let mut impostor = Signing::new(&stranger, &authority, &directory.url());
     impostor.keyid = signer.keyid();
-    let (status, body) = send(&proxy, "/page", &impostor.headers());
+    let (status, body) = send_as(&proxy, CHATGPT_USER, None, "/page", &impostor.headers());
     assert_eq!(status, 403);
     assert!(body.contains("does not verify"), "{body}");
     assert_eq!(signatures(&proxy, "invalid"), 6.0);
+    assert_eq!(signatures_of(&proxy, "person", "invalid"), 4.0);
 
     // Another tag is not a Web Bot Auth signature: not judged (a person here).
     let mut other = Signing::new(&signer, &authority, &directory.url());
@@ -520,11 +363,11 @@ sites:
         ),
     )
     .unwrap();
-    // explain, for a browser's User-Agent on a signed request.
-    let explain_signed = |signing: Signing| {
+    // explain, for a browser's (or ChatGPT-User's) User-Agent on a signed request.
+    let explain_as = |ua: &str, signing: Signing| {
         let mut args = vec![
             "--ua".to_owned(),
-            FIREFOX.to_owned(),
+            ua.to_owned(),
             "--ip".to_owned(),
             "192.0.2.1".to_owned(),
             "--no-dns".to_owned(),
@@ -537,6 +380,7 @@ sites:
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         explain(&config, &args)
     };
+    let explain_signed = |signing: Signing| explain_as(FIREFOX, signing);
     let (code, out) = explain_signed(Signing::new(
         &signer,
         "site.example",
@@ -547,12 +391,18 @@ sites:
         "{code}: {out}"
     );
     assert!(out.contains("ChatGPT-User"), "{out}");
-    // Tampered (signed for another host), it is a false claim to be ChatGPT-User.
+    // Tampered (signed for another host), it proves nothing: a browser stays a person, and a
+    // request whose User-Agent says ChatGPT-User makes a false claim to be it.
     let (_, out) = explain_signed(Signing::new(
         &signer,
         "other.example",
         "https://agent.example",
     ));
+    assert!(out.contains("requester:     a person"), "{out}");
+    let (_, out) = explain_as(
+        CHATGPT_USER,
+        Signing::new(&signer, "other.example", "https://agent.example"),
+    );
     assert!(out.contains("verification:  spoofed by signature"), "{out}");
 }
 
@@ -587,6 +437,10 @@ sites:
         let (status, body) = send(&proxy, path, &headers);
         (status, body, origin.last(path))
     };
+    let claimed_by = |signer: &Signer, path: &str| {
+        let headers = Signing::new(signer, &authority, "https://agent.example").headers();
+        send_as(&proxy, CHATGPT_USER, None, path, &headers)
+    };
     let (status, _, seen) = verified_by(&old, "/agent-no/old");
     assert_eq!(status, 200, "{}", proxy.logs());
     assert_eq!(seen.unwrap().headers["x-crawlgate-verified"], "verified");
@@ -606,9 +460,13 @@ sites:
         let (status, _, seen) = verified_by(&new, &path);
         (status == 200 && seen?.headers.get("x-crawlgate-verified")? == "verified").then_some(())
     });
-    // The old key is gone with the old file: a signature made with it is a false claim.
-    let (status, body, _) = verified_by(&old, "/agent-no/old-again");
+    // The old key is gone with the old file: a signature made with it is a false claim to be
+    // ChatGPT-User (and proves nothing for a browser, which stays a person).
+    let (status, body) = claimed_by(&old, "/agent-no/old-again");
     assert_eq!(status, 403, "{body}");
+    let (status, body, seen) = verified_by(&old, "/agent-no/old-person");
+    assert_eq!(status, 200, "{body}");
+    assert!(!seen.unwrap().headers.contains_key("x-crawlgate-bot"));
 
     // A broken file is reported and the keys read before keep verifying.
     replace(b"{\"keys\": [");

@@ -106,8 +106,8 @@ pub struct Metrics {
     pub state_store_errors: IntCounterVec,
     /// `crawlgate_state_store_up{store}`: 1 while the shared store answers (only with one).
     pub state_store_up: IntGaugeVec,
-    /// `crawlgate_signatures_total{site, bot, result}`: signed crawler requests by Web Bot Auth
-    /// result (verified, invalid, replayed, unverifiable); unsigned ones are the rest of
+    /// `crawlgate_signatures_total{site, bot, result}`: signed requests by Web Bot Auth result
+    /// (verified, invalid, replayed, unverifiable), people's too; unsigned ones are the rest of
     /// `crawlgate_requests_total`.
     pub signatures: IntCounterVec,
     /// `crawlgate_signature_directory_fetches_total{directory, result}`: key directory fetches
@@ -243,13 +243,13 @@ impl Metrics {
             tracked: gauge(
                 r,
                 "crawlgate_tracked_entries",
-                "Crawlers and clients remembered, by kind (crawl_delay, robots_fetch, dns); each is bounded.",
+                "Crawlers and clients remembered, by kind (crawl_delay, robots_fetch, dns, signature_uses); each is bounded.",
                 &["kind"],
             )?,
             signatures: counter(
                 r,
                 "crawlgate_signatures_total",
-                "Signed crawler requests by Web Bot Auth result: verified, invalid, replayed, unverifiable (no keys); unsigned ones are the rest of crawlgate_requests_total.",
+                "Signed requests by Web Bot Auth result: verified, invalid, replayed, unverifiable (no keys); bot is person for a person's request, whose bad signature leaves it a person; unsigned ones are the rest of crawlgate_requests_total.",
                 &["site", "bot", "result"],
             )?,
             signature_directory_fetches: counter(

@@ -307,6 +307,7 @@ impl Shared {
             ("crawl_delay", entries.crawl_delay),
             ("robots_fetch", entries.robots_fetch),
             ("dns", entries.dns),
+            ("signature_uses", entries.signature_uses),
         ] {
             tracked
                 .with_label_values(&[kind])

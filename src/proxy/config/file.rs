@@ -211,8 +211,20 @@ pub struct SignaturesFile {
     pub max_keys: Option<Bounded<1, 1000>>,
     /// How far in the future `created` may be (default 60s).
     pub clock_skew: Option<HumanDuration>,
-    /// Nonces remembered (default 100000).
+    /// Signature uses of listed directories remembered (default 100000).
     pub nonces: Option<Entries>,
+    /// Signature uses of unlisted directories remembered, apart (default 10000).
+    pub unlisted_nonces: Option<Entries>,
+    /// The most bytes of each of `Signature-Input`, `Signature`, `Signature-Agent` (default
+    /// 4096).
+    pub max_header_bytes: Option<Bounded<256, 65_536>>,
+    /// The most labels of each of them (default 8).
+    pub max_labels: Option<Bounded<1, 64>>,
+    /// The most bytes of a nonce (default 256).
+    pub max_nonce_bytes: Option<Bounded<16, 4096>>,
+    /// Directory fetches running at once, for listed and, apart, unlisted directories
+    /// (default 4).
+    pub max_fetches: Option<Bounded<1, 64>>,
 }
 
 /// One of `verification.signatures.directories:` as written.
