@@ -117,15 +117,19 @@ impl<'a> Signing<'a> {
     }
 }
 
-/// A test CA's certificate for `localhost`, and an acceptor serving it.
+static CAS: AtomicU64 = AtomicU64::new(0);
+
+/// A test CA's certificate for `localhost`, and an acceptor serving it. Each CA has a name of
+/// its own, so that a client trusting several finds the right one.
 fn tls() -> (String, tokio_native_tls::TlsAcceptor) {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
     let ca_key = KeyPair::generate().unwrap();
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "crawlgate test CA");
+    ca_params.distinguished_name.push(
+        DnType::CommonName,
+        format!("crawlgate test CA {}", CAS.fetch_add(1, Ordering::Relaxed)),
+    );
     let ca_cert = ca_params.self_signed(&ca_key).unwrap();
     let issuer = Issuer::new(ca_params, ca_key);
     let leaf_key = KeyPair::generate().unwrap();
