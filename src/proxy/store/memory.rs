@@ -83,7 +83,9 @@ fn instant_of(until: i64) -> Instant {
         .unwrap_or(0)
         .max(1);
     // A year at most: `until` comes from a request (bounded by the validity checks already).
-    Instant::now() + Duration::from_secs(left.min(365 * 24 * 3600))
+    let now = Instant::now();
+    now.checked_add(Duration::from_secs(left.min(365 * 24 * 3600)))
+        .unwrap_or(now)
 }
 
 /// Crawl-delay slots, robots.txt fetches, DNS outcomes and signature uses in this process's
