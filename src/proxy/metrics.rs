@@ -45,6 +45,8 @@ pub const METRIC_NAMES: &[&str] = &[
     "crawlgate_client_connections_refused_total",
     "crawlgate_accept_waits_total",
     "crawlgate_client_timeouts_total",
+    "crawlgate_dns_lookups_shed_total",
+    "crawlgate_dns_lookups_in_flight",
 ];
 
 /// The metrics of one crawlgate process, in their own registry.
@@ -83,6 +85,11 @@ pub struct Metrics {
     pub requests_without_robots_fetch: IntCounterVec,
     /// `crawlgate_dns_lookups_total{result}`: reverse-DNS verifications.
     pub dns_lookups: IntCounterVec,
+    /// `crawlgate_dns_lookups_shed_total{limit}`: crawler claims decided `unverifiable` at once
+    /// because a lookup limit was reached (`instance` or `client`).
+    pub dns_lookups_shed: IntCounterVec,
+    /// `crawlgate_dns_lookups_in_flight`: reverse-DNS lookups running (each holds a socket).
+    pub dns_lookups_in_flight: prometheus::IntGauge,
     /// `crawlgate_ranges_reloads_total{bot, result}`: published IP range files loaded.
     pub ranges_reloads: IntCounterVec,
     /// `crawlgate_tracked_entries{kind}`: crawlers and clients remembered (bounded).
@@ -105,8 +112,8 @@ pub struct Metrics {
     pub state_store_errors: IntCounterVec,
     /// `crawlgate_state_store_up{store}`: 1 while the shared store answers (only with one).
     pub state_store_up: IntGaugeVec,
-    /// `crawlgate_signatures_total{site, bot, result}`: signed crawler requests by Web Bot Auth
-    /// result (verified, invalid, replayed, unverifiable); unsigned ones are the rest of
+    /// `crawlgate_signatures_total{site, bot, result}`: signed requests by Web Bot Auth result
+    /// (verified, invalid, replayed, unverifiable), people's too; unsigned ones are the rest of
     /// `crawlgate_requests_total`.
     pub signatures: IntCounterVec,
     /// `crawlgate_signature_directory_fetches_total{directory, result}`: key directory fetches
@@ -205,6 +212,11 @@ impl Metrics {
             "Times accepting new connections paused because clients.max_connections were open (the kernel's backlog holds new ones meanwhile).",
         )?;
         registry.register(Box::new(accept_waits.clone()))?;
+        let dns_lookups_in_flight = prometheus::IntGauge::new(
+            "crawlgate_dns_lookups_in_flight",
+            "Reverse-DNS lookups running now, each holding a socket; at most verification.dns.max_lookups.",
+        )?;
+        registry.register(Box::new(dns_lookups_in_flight.clone()))?;
         Ok(Metrics {
             client_connections,
             accept_waits,
@@ -225,6 +237,13 @@ impl Metrics {
                 "crawlgate_aborted_responses_total",
                 "Responses whose transfer to the client was aborted (HTTP/1.1: closed short of its length or last chunk; HTTP/2: RST_STREAM) because the origin failed after their header was sent, by cause (timeout, closed, invalid).",
                 &["site", "cause"],
+            )?,
+            dns_lookups_in_flight,
+            dns_lookups_shed: counter(
+                r,
+                "crawlgate_dns_lookups_shed_total",
+                "Crawler claims decided unverifiable at once, without a lookup, because the lookups running reached a limit: instance (verification.dns.max_lookups) or client (max_lookups_per_client).",
+                &["limit"],
             )?,
             content_usage: counter(
                 r,
@@ -273,13 +292,13 @@ impl Metrics {
             tracked: gauge(
                 r,
                 "crawlgate_tracked_entries",
-                "Crawlers and clients remembered, by kind (crawl_delay, robots_fetch, dns); each is bounded.",
+                "Crawlers and clients remembered, by kind (crawl_delay, robots_fetch, dns, signature_uses); each is bounded.",
                 &["kind"],
             )?,
             signatures: counter(
                 r,
                 "crawlgate_signatures_total",
-                "Signed crawler requests by Web Bot Auth result: verified, invalid, replayed, unverifiable (no keys); unsigned ones are the rest of crawlgate_requests_total.",
+                "Signed requests by Web Bot Auth result: verified, invalid, replayed, unverifiable (no keys); bot is person for a person's request, whose bad signature leaves it a person; unsigned ones are the rest of crawlgate_requests_total.",
                 &["site", "bot", "result"],
             )?,
             signature_directory_fetches: counter(

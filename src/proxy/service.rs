@@ -721,8 +721,9 @@ impl ProxyHttp for CrawlGate {
                 ])
                 .inc();
         }
-        // Unsigned requests are the rest of crawlgate_requests_total: not counted twice.
-        if decision.crawler && decision.signature != "unsigned" {
+        // Unsigned requests are the rest of crawlgate_requests_total: not counted twice. A
+        // person's signature is counted too (an invalid one leaves it a person, never refused).
+        if decision.signature != "unsigned" {
             metrics
                 .signatures
                 .with_label_values(&[site, &decision.bot, decision.signature])

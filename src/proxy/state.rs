@@ -9,7 +9,7 @@ use super::metrics::Metrics;
 use super::site::{CatalogIndex, Site, SiteError, Sites, Snapshot, SourceState};
 use super::state_dir::{self, StateDir};
 use super::store::{self, StateStore};
-use super::verify::dns::{DnsError, DnsVerifier};
+use super::verify::dns::{DnsError, DnsMetrics, DnsVerifier};
 use super::verify::ranges::RangeSet;
 use super::verify::signature::directory::Trust;
 use super::verify::signature::Signatures;
@@ -73,8 +73,8 @@ impl Global {
         let dns = if reverse_dns.is_empty() {
             None
         } else {
-            let lookups = metrics.dns_lookups.clone();
-            match DnsVerifier::new(verification.dns.clone(), lookups, store.clone()) {
+            let dns_metrics = DnsMetrics::of(metrics);
+            match DnsVerifier::new(verification.dns.clone(), dns_metrics, store.clone()) {
                 Ok(dns) => Some(dns),
                 Err(e) if configured => return Err(e),
                 // The catalog's domains are a default: without a resolver they wait.
@@ -315,6 +315,7 @@ impl Shared {
             ("crawl_delay", entries.crawl_delay),
             ("robots_fetch", entries.robots_fetch),
             ("dns", entries.dns),
+            ("signature_uses", entries.signature_uses),
         ] {
             tracked
                 .with_label_values(&[kind])

@@ -5,6 +5,7 @@
 pub mod dns;
 pub mod nginx;
 pub mod raw_origin;
+pub mod signer;
 mod wire;
 pub use wire::*;
 

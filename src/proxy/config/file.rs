@@ -238,8 +238,20 @@ pub struct SignaturesFile {
     pub max_keys: Option<Bounded<1, 1000>>,
     /// How far in the future `created` may be (default 60s).
     pub clock_skew: Option<HumanDuration>,
-    /// Nonces remembered (default 100000).
+    /// Signature uses of listed directories remembered (default 100000).
     pub nonces: Option<Entries>,
+    /// Signature uses of unlisted directories remembered, apart (default 10000).
+    pub unlisted_nonces: Option<Entries>,
+    /// The most bytes of each of `Signature-Input`, `Signature`, `Signature-Agent` (default
+    /// 4096).
+    pub max_header_bytes: Option<Bounded<256, 65_536>>,
+    /// The most labels of each of them (default 8).
+    pub max_labels: Option<Bounded<1, 64>>,
+    /// The most bytes of a nonce (default 256).
+    pub max_nonce_bytes: Option<Bounded<16, 4096>>,
+    /// Directory fetches running at once, for listed and, apart, unlisted directories
+    /// (default 4).
+    pub max_fetches: Option<Bounded<1, 64>>,
 }
 
 /// One of `verification.signatures.directories:` as written.
@@ -270,6 +282,10 @@ pub struct DnsFile {
     pub positive_ttl: Option<HumanDuration>,
     /// How long a spoofed address is remembered (default 10m).
     pub negative_ttl: Option<HumanDuration>,
+    /// The most lookups running at once (default 256).
+    pub max_lookups: Option<Bounded<1, 65_536>>,
+    /// The most lookups running at once for one client network (default 4).
+    pub max_lookups_per_client: Option<Bounded<1, 1024>>,
 }
 
 /// `politeness:` as written.
