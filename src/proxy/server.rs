@@ -7,8 +7,9 @@ use super::config::{
     AccessLogTarget, CrawlDelayMode, OnUnreachable, PingoraSettings, PolitenessSettings,
     RobotsSettings, RobotsSource, Settings, SiteSettings, Upstream, UpstreamAddr,
     VerificationSettings, DEFAULT_READ_BUFFER_BYTES, DEFAULT_TAG_PREFIX,
+    DEFAULT_TLS_READ_BUFFER_BYTES,
 };
-use super::connection::{Gate, Guarded, Stop};
+use super::connection::{Gate, Guarded, Stop, Trimmer};
 use super::demo::{DemoApp, DEMO_ROBOTS};
 use super::metrics::Metrics;
 use super::reload::{ConfigSource, Reloader};
@@ -116,6 +117,7 @@ pub fn demo_settings(socket: PathBuf) -> Settings {
             upstream_keepalive_pool_size: 128,
             listener_tasks_per_fd: 1,
             read_buffer_bytes: DEFAULT_READ_BUFFER_BYTES,
+            tls_read_buffer_bytes: DEFAULT_TLS_READ_BUFFER_BYTES,
         },
     }
 }
@@ -180,9 +182,10 @@ pub fn run(
         Guarded::new(app, registry.clone()),
     );
     proxy.set_connection_filter(Arc::new(Gate(registry.clone())));
-    // Each connection gets a read buffer of this size: pingora's 64 KiB default costs ~44 KiB
-    // of resident memory per idle keep-alive connection.
+    // Each connection gets a read buffer of this size, by listener kind (README, "Memory per
+    // connection"): pingora's 64 KiB default is most of an idle keep-alive connection's memory.
     let buffers = L4BufferSettings::default().read(settings.pingora.read_buffer_bytes);
+    let tls_buffers = L4BufferSettings::default().read(settings.pingora.tls_read_buffer_bytes);
     for addr in &settings.listen {
         let endpoint = ListenerConfig::tcp(addr.to_string()).l4_buffer(buffers);
         proxy.endpoints().add_listener(endpoint);
@@ -197,7 +200,7 @@ pub fn run(
         let tls_settings = listener.settings().map_err(|e| tls_error(e.to_string()))?;
         let endpoint = ListenerConfig::tcp(tls.addr.to_string())
             .tls(tls_settings)
-            .l4_buffer(buffers);
+            .l4_buffer(tls_buffers);
         proxy.endpoints().add_listener(endpoint);
         tls_listeners.push(listener);
     }
@@ -217,6 +220,10 @@ pub fn run(
     server.add_service(background_service(
         "crawlgate reload",
         Reloader::new(shared.clone(), config, settings.clone()),
+    ));
+    server.add_service(background_service(
+        "crawlgate memory",
+        Trimmer(shared.connections.clone()),
     ));
     if !tls_listeners.is_empty() {
         server.add_service(background_service(

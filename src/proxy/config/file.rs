@@ -651,6 +651,9 @@ pub struct PingoraFile {
     pub upstream_keepalive_pool_size: Option<Bounded<0, 1_000_000>>,
     /// Accept tasks per listening socket (default 1).
     pub listener_tasks_per_fd: Option<Bounded<1, 1024>>,
-    /// Bytes of read buffer per client connection (default 16384; pingora's own is 65536).
-    pub read_buffer_bytes: Option<Bounded<1024, { 16 << 20 }>>,
+    /// Bytes of read buffer per plain-HTTP client connection (default 0: pingora's HTTP layer
+    /// reads into buffers of its own; pingora's default is 65536).
+    pub read_buffer_bytes: Option<Bounded<0, { 16 << 20 }>>,
+    /// Bytes of read buffer per TLS client connection, under OpenSSL (default 16384).
+    pub tls_read_buffer_bytes: Option<Bounded<0, { 16 << 20 }>>,
 }

@@ -144,13 +144,21 @@ pub struct PingoraSettings {
     pub upstream_keepalive_pool_size: usize,
     /// Accept tasks per listening socket.
     pub listener_tasks_per_fd: usize,
-    /// Bytes of read buffer per client connection.
+    /// Bytes of read buffer per plain-HTTP client connection.
     pub read_buffer_bytes: usize,
+    /// Bytes of read buffer per TLS client connection.
+    pub tls_read_buffer_bytes: usize,
 }
 
-/// The read buffer of a client connection: one TLS record, and room for any ordinary request
-/// header, at a quarter of pingora's default memory per idle connection.
-pub const DEFAULT_READ_BUFFER_BYTES: usize = 16 * 1024;
+/// The read buffer of a plain-HTTP client connection: none. pingora's HTTP layer reads a header
+/// into a buffer of its own and a body straight into its chunks, so a buffer below it only
+/// copies; without one an idle keep-alive connection costs a fraction of the memory
+/// (`benches/load/connections.sh`, README "Memory per connection").
+pub const DEFAULT_READ_BUFFER_BYTES: usize = 0;
+
+/// The read buffer of a TLS client connection: one TLS record, so that OpenSSL reads a record
+/// in one system call rather than its header and its body apart.
+pub const DEFAULT_TLS_READ_BUFFER_BYTES: usize = 16 * 1024;
 
 /// Everything the proxy runs on, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -250,6 +250,9 @@ impl Validator<'_> {
                 read_buffer_bytes: pingora
                     .read_buffer_bytes
                     .map_or(DEFAULT_READ_BUFFER_BYTES, Bounded::get),
+                tls_read_buffer_bytes: pingora
+                    .tls_read_buffer_bytes
+                    .map_or(DEFAULT_TLS_READ_BUFFER_BYTES, Bounded::get),
             },
         })
     }
@@ -820,7 +823,7 @@ mod tests {
         for pingora in [
             "threads: 0",
             "threads: 100000",
-            "read_buffer_bytes: 10",
+            "read_buffer_bytes: 99999999",
             "grace_period_seconds: 1e30",
         ] {
             let text = format!("{MINIMAL}pingora:\n  {pingora}\n");

@@ -91,6 +91,8 @@ pub struct Registry {
     max_connections: AtomicUsize,
     max_per_address: AtomicUsize,
     open: AtomicUsize,
+    /// The most connections open since memory was last handed back.
+    peak: AtomicUsize,
     by_address: Mutex<HashMap<u128, u32>>,
     pending: Mutex<Pending>,
     /// A connection closed: the accept loop may go on.
@@ -123,6 +125,7 @@ impl Registry {
             max_connections: AtomicUsize::new(0),
             max_per_address: AtomicUsize::new(0),
             open: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
             by_address: Mutex::new(HashMap::new()),
             pending: Mutex::new(Pending::default()),
             freed: Notify::new(),
@@ -304,7 +307,8 @@ impl Registry {
             }
             *held += 1;
         }
-        self.open.fetch_add(1, Ordering::Relaxed);
+        let open = self.open.fetch_add(1, Ordering::Relaxed) + 1;
+        self.peak.fetch_max(open, Ordering::Relaxed);
         self.metrics.client_connections.inc();
         lock(&self.pending).by_peer.insert(*peer, now);
         true
@@ -388,6 +392,53 @@ impl Drop for InFlight {
             self.0.quiet.notify_waiters();
         }
     }
+}
+
+/// Connections that must have closed since the peak before memory is handed back: a storm, not
+/// the ebb and flow of ordinary traffic.
+const STORM: usize = 256;
+
+/// Hands the memory of closed connections back to the system after a storm of them. glibc's
+/// allocator keeps what every worker thread's arena once held: after 10,000 idle connections
+/// closed, the process stayed at its peak (`benches/load/connections.sh`). `malloc_trim` gives
+/// back the free pages of every arena; it runs here, off the request path, when the open
+/// connections have fallen to half of their peak and by at least [`STORM`].
+pub struct Trimmer(pub Arc<Registry>);
+
+#[async_trait]
+impl pingora::services::background::BackgroundService for Trimmer {
+    async fn start(&self, mut shutdown: ShutdownWatch) {
+        let mut every = tokio::time::interval(Duration::from_secs(5));
+        loop {
+            tokio::select! {
+                _ = every.tick() => {}
+                _ = shutdown.changed() => return,
+            }
+            let (open, peak) = (self.0.open(), self.0.peak.load(Ordering::Relaxed));
+            if peak >= open.saturating_mul(2) && peak - open >= STORM {
+                self.0.peak.store(open, Ordering::Relaxed);
+                let started = Instant::now();
+                let released = trim();
+                log::debug!(
+                    "{peak} connections fell to {open}: memory handed back ({released}) in {} ms",
+                    started.elapsed().as_millis()
+                );
+            }
+        }
+    }
+}
+
+/// Gives the allocator's free pages back to the system; whether any were.
+#[cfg(target_env = "gnu")]
+fn trim() -> bool {
+    // SAFETY: malloc_trim only walks the allocator's own free lists; it takes no pointer.
+    unsafe { libc::malloc_trim(0) == 1 }
+}
+
+/// Other allocators give memory back by themselves.
+#[cfg(not(target_env = "gnu"))]
+fn trim() -> bool {
+    false
 }
 
 /// pingora's connection filter: the per-address limit and accept back-pressure.
