@@ -381,3 +381,62 @@ fn a_request_shorter_than_the_http2_preface_is_answered_on_an_h2c_listener() {
     assert_eq!(status, 200, "{text}");
     assert!(origin.last("/short").is_some());
 }
+
+#[test]
+fn a_client_that_never_reads_its_response_is_cut_off_by_the_send_timeout() {
+    // An origin that answers with more than any socket buffer holds.
+    let origin = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = origin.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in origin.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut head = [0u8; 4096];
+                let _ = stream.read(&mut head);
+                let size = 64 << 20;
+                let _ = stream.write_all(
+                    format!("HTTP/1.1 200 OK\r\nContent-Length: {size}\r\n\r\n").as_bytes(),
+                );
+                let chunk = vec![b'x'; 1 << 20];
+                for _ in 0..64 {
+                    if stream.write_all(&chunk).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let template = format!(
+        "{}clients: {{send_timeout: 2s}}\n",
+        sites_template(false, &[site("s", &[], addr, "robots.txt", &[])])
+    );
+    let proxy = ProxyBuilder::new(&template)
+        .file("robots.txt", "User-agent: *\nAllow: /\n")
+        .start();
+    let mut stream = TcpStream::connect(("127.0.0.1", proxy.port)).unwrap();
+    stream
+        .write_all(b"GET /big HTTP/1.1\r\nHost: a\r\nUser-Agent: Firefox\r\n\r\n")
+        .unwrap();
+    // Reads nothing; crawlgate gives up on it.
+    wait_for("the send timeout", || {
+        metric_value(
+            &proxy.metrics(),
+            "crawlgate_client_timeouts_total{phase=\"send\"}",
+        )
+        .map(drop)
+    });
+    // The connection was closed: what is left to read ends, short of 64 MiB.
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut total = 0usize;
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => total += n,
+            Err(e) => panic!("the connection stayed open: {e}"),
+        }
+    }
+    assert!(total < 64 << 20, "{total}");
+}

@@ -72,7 +72,7 @@ pub struct Hop<'a> {
     /// `https` on a TLS listener, else `http`.
     pub proto: &'static str,
     /// The Host that chose the site, as the visitor sent it.
-    pub host: &'a str,
+    pub host: Option<&'a HeaderValue>,
 }
 
 /// Headers that tell an origin who the visitor is or how it came: written by proxies, never
@@ -97,6 +97,31 @@ const FORWARDING: &[&str] = &[
     "front-end-https",
     "x-url-scheme",
 ];
+
+/// Whether `name` (lower-case) is one of [`FORWARDING`]: a `match`, which the compiler turns
+/// into a length test and a comparison or two.
+fn is_forwarding(name: &str) -> bool {
+    matches!(
+        name,
+        "x-forwarded-for"
+            | "x-forwarded-proto"
+            | "x-forwarded-host"
+            | "x-forwarded-port"
+            | "x-forwarded-ssl"
+            | "x-forwarded-scheme"
+            | "x-forwarded-server"
+            | "x-forwarded-prefix"
+            | "forwarded"
+            | "x-real-ip"
+            | "true-client-ip"
+            | "x-client-ip"
+            | "x-cluster-client-ip"
+            | "cf-connecting-ip"
+            | "fastly-client-ip"
+            | "front-end-https"
+            | "x-url-scheme"
+    )
+}
 
 /// Headers crawlgate reads, whose other spellings a backend would read as them.
 const READ: &[&str] = &["user-agent", "host", "content-length", "transfer-encoding"];
@@ -137,25 +162,27 @@ impl ClientHeaders<'_> {
         let text = name.as_str();
         let bytes = text.as_bytes();
         // Header names are lower-case; one with no byte but [a-z0-9-] is in its canonical
-        // spelling, which most are, and needs no folding.
+        // spelling, which nearly all are: compared as it is, with no folding.
         let canonical = bytes
             .iter()
             .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-        let forwarding =
-            |candidate: &str| FORWARDING.contains(&candidate) || candidate == self.trusted_header;
-        if reads_as_prefix(bytes, crate::proxy::config::DEFAULT_TAG_PREFIX.as_bytes())
-            || reads_as_prefix(bytes, self.tag_prefix.as_bytes())
-        {
-            return true;
-        }
         if canonical {
-            return !self.trusted && forwarding(text);
+            let has_prefix = |prefix: &str| {
+                bytes.len() >= prefix.len()
+                    && bytes[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+            };
+            return has_prefix(crate::proxy::config::DEFAULT_TAG_PREFIX)
+                || has_prefix(self.tag_prefix)
+                || (!self.trusted && (is_forwarding(text) || text == self.trusted_header));
         }
         // Another spelling of a header crawlgate reads or writes: nobody sends one by mistake.
-        READ.iter()
-            .chain(FORWARDING)
-            .chain(std::iter::once(&self.trusted_header))
-            .any(|c| reads_as(bytes, c.as_bytes()))
+        reads_as_prefix(bytes, crate::proxy::config::DEFAULT_TAG_PREFIX.as_bytes())
+            || reads_as_prefix(bytes, self.tag_prefix.as_bytes())
+            || READ
+                .iter()
+                .chain(FORWARDING)
+                .chain(std::iter::once(&self.trusted_header))
+                .any(|c| reads_as(bytes, c.as_bytes()))
     }
 
     /// Removes what the origin must not receive from the client. One pass over the names finds
@@ -186,6 +213,28 @@ fn joined(request: &RequestHeader, name: &str) -> Option<String> {
         out.push_str(&String::from_utf8_lossy(value.as_bytes()));
     }
     Some(out)
+}
+
+/// Writes an address the way `Display` does, without the formatting machinery for the IPv4
+/// address nearly every request has (this runs on every request).
+fn push_address(addr: IpAddr, out: &mut Vec<u8>) {
+    match addr {
+        IpAddr::V4(v4) => {
+            for (i, octet) in v4.octets().into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b'.');
+                }
+                if octet >= 100 {
+                    out.push(b'0' + octet / 100);
+                }
+                if octet >= 10 {
+                    out.push(b'0' + octet / 10 % 10);
+                }
+                out.push(b'0' + octet % 10);
+            }
+        }
+        IpAddr::V6(v6) => out.extend_from_slice(v6.to_string().as_bytes()),
+    }
 }
 
 /// An address as RFC 7239 writes a node: IPv6 in brackets, quoted.
@@ -229,14 +278,22 @@ pub fn add(
     hop: &Hop<'_>,
 ) -> pingora::Result<()> {
     if settings.x_forwarded_for {
-        let mut value = match joined(request, "x-forwarded-for") {
-            Some(mut chain) if hop.trusted => {
-                chain.push_str(", ");
-                chain
+        let chain = hop
+            .trusted
+            .then(|| joined(request, "x-forwarded-for"))
+            .flatten();
+        let mut value = match chain {
+            Some(chain) => {
+                let mut value = chain.into_bytes();
+                value.extend_from_slice(b", ");
+                value
             }
-            _ => String::new(),
+            _ => Vec::with_capacity(15),
         };
-        let _ = write!(value, "{}", hop.peer);
+        push_address(hop.peer, &mut value);
+        let value = HeaderValue::from_maybe_shared(bytes::Bytes::from(value)).map_err(|e| {
+            pingora::Error::because(pingora::ErrorType::InternalError, "x-forwarded-for", e)
+        })?;
         request.insert_header("x-forwarded-for", value)?;
     }
     let trusted_has =
@@ -245,23 +302,24 @@ pub fn add(
         request.insert_header("x-forwarded-proto", HeaderValue::from_static(hop.proto))?;
     }
     if settings.x_forwarded_host && !trusted_has(request, "x-forwarded-host") {
-        if let Ok(host) = HeaderValue::from_str(hop.host) {
-            request.insert_header("x-forwarded-host", host)?;
+        if let Some(host) = hop.host {
+            request.insert_header("x-forwarded-host", host.clone())?;
         }
     }
     if settings.forwarded {
-        let mut value = match joined(request, "forwarded") {
-            Some(mut chain) if hop.trusted => {
+        let chain = hop.trusted.then(|| joined(request, "forwarded")).flatten();
+        let mut value = match chain {
+            Some(mut chain) => {
                 chain.push_str(", ");
                 chain
             }
-            _ => String::new(),
+            None => String::new(),
         };
         value.push_str("for=");
         rfc7239_node(hop.peer, &mut value);
-        if !hop.host.is_empty() {
+        if let Some(host) = hop.host.and_then(|h| h.to_str().ok()) {
             value.push_str(";host=");
-            rfc7239_value(hop.host, &mut value);
+            rfc7239_value(host, &mut value);
         }
         value.push_str(";proto=");
         value.push_str(hop.proto);
@@ -430,13 +488,30 @@ mod tests {
         assert_eq!(values(&request, "user-agent"), ["Mozilla/5.0"]);
     }
 
+    static HOST: HeaderValue = HeaderValue::from_static("shop.example:8443");
+
     fn hop(trusted: bool) -> Hop<'static> {
         Hop {
             peer: "10.0.0.7".parse().unwrap(),
             trusted,
             client: "198.51.100.4".parse().unwrap(),
             proto: "https",
-            host: "shop.example:8443",
+            host: Some(&HOST),
+        }
+    }
+
+    #[test]
+    fn addresses_are_written_as_display_writes_them() {
+        for text in [
+            "0.0.0.0",
+            "9.10.99.100",
+            "255.255.255.255",
+            "127.0.0.1",
+            "2001:db8::1",
+        ] {
+            let mut out = Vec::new();
+            push_address(text.parse().unwrap(), &mut out);
+            assert_eq!(out, text.as_bytes());
         }
     }
 

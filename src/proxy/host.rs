@@ -25,9 +25,27 @@ impl InvalidHost {
     }
 }
 
-/// RFC 3986's reg-name bytes (unreserved, pct-encoded's `%` and hex, sub-delims).
+/// RFC 3986's reg-name bytes (unreserved, pct-encoded's `%` and hex, sub-delims), as a table:
+/// every request's Host is checked.
+const REG_NAME: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let b = byte as u8;
+        table[byte] = b.is_ascii_alphanumeric();
+        byte += 1;
+    }
+    let others = b"-._~%!$&'()*+,;=";
+    let mut i = 0;
+    while i < others.len() {
+        table[others[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 fn reg_name_byte(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=".contains(&byte)
+    REG_NAME[usize::from(byte)]
 }
 
 /// A port as a Host header carries it: up to five digits (RFC 3986 allows none).
@@ -38,30 +56,33 @@ fn is_port(text: &str) -> bool {
 /// The host of a Host value, without its port: `A.Test:8080` is `A.Test`, `[2001:db8::1]:443` is
 /// `[2001:db8::1]`. An empty value names no host (RFC 9110 §7.2 lets a client send one).
 pub fn host_name(value: &[u8]) -> Result<&str, InvalidHost> {
-    let text = std::str::from_utf8(value).map_err(|_| InvalidHost::Character)?;
-    if let Some(rest) = text.strip_prefix('[') {
-        let (inside, after) = rest.split_once(']').ok_or(InvalidHost::Literal)?;
-        inside
-            .parse::<std::net::Ipv6Addr>()
-            .map_err(|_| InvalidHost::Literal)?;
-        return match after {
-            "" => Ok(text),
-            _ => match after.strip_prefix(':') {
-                Some(port) if is_port(port) => Ok(&text[..inside.len() + 2]),
-                _ => Err(InvalidHost::Port),
-            },
+    if value.first() != Some(&b'[') {
+        // A name or an IPv4 address: ASCII, so UTF-8, checked a byte at a time.
+        let (name, port) = match value.iter().position(|&b| b == b':') {
+            Some(colon) => (&value[..colon], Some(&value[colon + 1..])),
+            None => (value, None),
         };
+        if !name.iter().all(|&b| reg_name_byte(b)) {
+            return Err(InvalidHost::Character);
+        }
+        if port.is_some_and(|p| p.len() > 5 || !p.iter().all(u8::is_ascii_digit)) {
+            return Err(InvalidHost::Port);
+        }
+        return std::str::from_utf8(name).map_err(|_| InvalidHost::Character);
     }
-    let (name, port) = match text.split_once(':') {
-        Some((name, port)) => (name, Some(port)),
-        None => (text, None),
-    };
-    if !name.bytes().all(reg_name_byte) {
-        return Err(InvalidHost::Character);
-    }
-    match port {
-        Some(port) if !is_port(port) => Err(InvalidHost::Port),
-        _ => Ok(name),
+    // An IP literal: `[` IPv6 `]`, then perhaps a port.
+    let text = std::str::from_utf8(value).map_err(|_| InvalidHost::Character)?;
+    let rest = &text[1..];
+    let (inside, after) = rest.split_once(']').ok_or(InvalidHost::Literal)?;
+    inside
+        .parse::<std::net::Ipv6Addr>()
+        .map_err(|_| InvalidHost::Literal)?;
+    match after {
+        "" => Ok(text),
+        _ => match after.strip_prefix(':') {
+            Some(port) if is_port(port) => Ok(&text[..inside.len() + 2]),
+            _ => Err(InvalidHost::Port),
+        },
     }
 }
 

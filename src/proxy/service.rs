@@ -18,8 +18,8 @@ use crate::policy::{Outcome, VerdictLabel};
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::header::{
-    CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, EXPECT, HOST, RETRY_AFTER, TRANSFER_ENCODING,
-    USER_AGENT,
+    HeaderValue, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, EXPECT, HOST, RETRY_AFTER,
+    TRANSFER_ENCODING, USER_AGENT,
 };
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
@@ -50,6 +50,8 @@ pub struct Ctx {
     continued: bool,
     /// The request is in flight (a stop waits for it) until the context is dropped.
     _in_flight: Option<InFlight>,
+    /// The Host that chose the site, as sent (the Host header, or the target's authority).
+    host: Option<HeaderValue>,
 }
 
 /// The longest piece of request data that goes into a header value or a body.
@@ -277,12 +279,6 @@ fn log_failure(session: &Session, error: &Error, decision: Option<&Decision>) {
     }
 }
 
-/// Whether a request carries more than one User-Agent value.
-fn several_user_agents(request: &RequestHeader) -> bool {
-    let mut values = request.headers.get_all(USER_AGENT).iter();
-    values.next().is_some() && values.next().is_some()
-}
-
 /// Whether every User-Agent value of a request is a person's, by the site its host chooses: such
 /// a request is forwarded as sent (a person is never refused); any other with several is
 /// refused, since the origin and crawlgate could read different ones.
@@ -304,11 +300,14 @@ fn every_user_agent_is_a_person(
 }
 
 /// Whether the client waits for `100 Continue` before sending its body (RFC 9110 §10.1.1).
+/// Clients send it with a body, which GET and HEAD requests have none of: they are not looked
+/// at (every request asks).
 fn expects_continue(request: &RequestHeader) -> bool {
-    request
-        .headers
-        .get(EXPECT)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
+    !matches!(request.method, http::Method::GET | http::Method::HEAD)
+        && request
+            .headers
+            .get(EXPECT)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
 }
 
 /// The text of a throttled request's response.
@@ -329,7 +328,6 @@ impl ProxyHttp for CrawlGate {
     }
 
     async fn early_request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<()> {
-        let clients = self.shared.global.load().clients;
         let connections = &self.shared.connections;
         ctx._in_flight = Some(connections.request_started());
         let downstream = session.as_downstream_mut();
@@ -339,8 +337,8 @@ impl ProxyHttp for CrawlGate {
         // Requests a client sends before the answer to the one before (RFC 9112 §9.3.2) are
         // answered in order, instead of failing the request in flight.
         downstream.set_pipelining_enabled(true);
-        downstream.set_read_timeout(Some(clients.body_timeout));
-        downstream.set_write_timeout(Some(clients.send_timeout));
+        downstream.set_read_timeout(Some(connections.body_timeout()));
+        // The send timeout is the connection guard's: armed only while a write waits.
         // HTTP/1.0 keeps a connection only when it asks to (RFC 9112 §9.3).
         let request = downstream.req_header();
         let keep = request.version >= http::Version::HTTP_11
@@ -349,7 +347,7 @@ impl ProxyHttp for CrawlGate {
                 .get(http::header::CONNECTION)
                 .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"keep-alive"));
         let keep = keep && !connections.draining();
-        downstream.set_keepalive(keep.then(|| clients.idle_timeout.as_secs().max(1)));
+        downstream.set_keepalive(keep.then(|| connections.idle_timeout().as_secs().max(1)));
         Ok(())
     }
 
@@ -359,9 +357,13 @@ impl ProxyHttp for CrawlGate {
             .and_then(|a| a.as_inet())
             .map(|a| a.ip());
         let request = session.req_header();
-        let refusal = match request_host(request) {
+        let host = request_host(request);
+        let mut user_agents = request.headers.get_all(USER_AGENT).iter();
+        let user_agent = user_agents.next().map_or(&b""[..], |v| v.as_bytes());
+        let several = user_agents.next().is_some();
+        let refusal = match host {
             Err(problem) => Some((problem.reason(), Bytes::from_static(problem.message().as_bytes()))),
-            Ok(host) if several_user_agents(request) && !every_user_agent_is_a_person(&self.shared, host, request) => Some((
+            Ok(host) if several && !every_user_agent_is_a_person(&self.shared, host, request) => Some((
                 "several_user_agents",
                 Bytes::from_static(b"crawlgate: a request names one User-Agent; this one names several, not all of them people's\n"),
             )),
@@ -382,14 +384,17 @@ impl ProxyHttp for CrawlGate {
             return Ok(true);
         }
         let request = session.req_header();
-        let host = request_host(request).ok().flatten();
+        let host = host.ok().flatten();
+        // Kept for the origin's Host and X-Forwarded-Host: the header's own value when it chose
+        // the site (no copy), else the authority's.
+        ctx.host = host.and_then(|host| match request.headers.get(HOST) {
+            Some(header) if header.as_bytes() == host => Some(header.clone()),
+            _ => HeaderValue::from_bytes(host).ok(),
+        });
         let facts = RequestFacts {
             host,
             path: request.uri.path_and_query().map_or("/", |p| p.as_str()),
-            user_agent: request
-                .headers
-                .get(USER_AGENT)
-                .map_or(&b""[..], |v| v.as_bytes()),
+            user_agent,
             peer,
             forwarding: Forwarding::Headers(&request.headers),
             // Unsigned requests (nearly all) pay this one lookup and nothing else.
@@ -543,16 +548,13 @@ impl ProxyHttp for CrawlGate {
             trusted_header: global.trusted.header().name(),
         }
         .strip(upstream);
-        let host = request_host(session.req_header())
-            .ok()
-            .flatten()
-            .unwrap_or_default();
-        let host = std::str::from_utf8(host).unwrap_or_default();
         // The Host the origin reads is the one that chose the site, and the target is in origin
         // form, as nginx sends it (an origin need not read absolute-form).
         if target_authority(upstream).is_some() {
-            if upstream.headers.get(HOST).map(|h| h.as_bytes()) != Some(host.as_bytes()) {
-                upstream.insert_header(HOST, host)?;
+            if let Some(host) = &ctx.host {
+                if upstream.headers.get(HOST) != Some(host) {
+                    upstream.insert_header(HOST, host.clone())?;
+                }
             }
             let target = upstream.uri.path_and_query().map_or("/", |p| p.as_str());
             if let Ok(origin_form) = http::Uri::try_from(target) {
@@ -572,7 +574,7 @@ impl ProxyHttp for CrawlGate {
                 trusted,
                 client: decision.client,
                 proto,
-                host,
+                host: ctx.host.as_ref(),
             },
         )?;
         forwarding::single_content_length(upstream)?;
@@ -677,7 +679,6 @@ impl ProxyHttp for CrawlGate {
             if error.esource() == &ErrorSource::Downstream {
                 match error.etype() {
                     ReadTimedout => self.shared.connections.timed_out("body"),
-                    WriteTimedout => self.shared.connections.timed_out("send"),
                     _ => {}
                 }
             }

@@ -87,7 +87,9 @@ struct Pending {
 /// Every client connection of the process, counted; and its limits.
 pub struct Registry {
     header_timeout_ms: AtomicU64,
+    body_timeout_ms: AtomicU64,
     idle_timeout_ms: AtomicU64,
+    send_timeout_ms: AtomicU64,
     max_connections: AtomicUsize,
     max_per_address: AtomicUsize,
     open: AtomicUsize,
@@ -121,7 +123,9 @@ impl Registry {
     pub fn new(clients: &ClientSettings, metrics: &Metrics) -> Registry {
         let registry = Registry {
             header_timeout_ms: AtomicU64::new(0),
+            body_timeout_ms: AtomicU64::new(0),
             idle_timeout_ms: AtomicU64::new(0),
+            send_timeout_ms: AtomicU64::new(0),
             max_connections: AtomicUsize::new(0),
             max_per_address: AtomicUsize::new(0),
             open: AtomicUsize::new(0),
@@ -147,6 +151,10 @@ impl Registry {
             .store(ms(clients.header_timeout), Ordering::Relaxed);
         self.idle_timeout_ms
             .store(ms(clients.idle_timeout), Ordering::Relaxed);
+        self.body_timeout_ms
+            .store(ms(clients.body_timeout), Ordering::Relaxed);
+        self.send_timeout_ms
+            .store(ms(clients.send_timeout), Ordering::Relaxed);
         let max = clients
             .max_connections
             .unwrap_or_else(default_max_connections);
@@ -166,12 +174,22 @@ impl Registry {
         self.open.load(Ordering::Relaxed)
     }
 
+    /// The longest silence while a client sends a body.
+    pub fn body_timeout(&self) -> Duration {
+        Duration::from_millis(self.body_timeout_ms.load(Ordering::Relaxed))
+    }
+
     fn header_timeout(&self) -> Duration {
         Duration::from_millis(self.header_timeout_ms.load(Ordering::Relaxed))
     }
 
-    fn idle_timeout(&self) -> Duration {
+    /// The longest wait of a keep-alive connection for its next request.
+    pub fn idle_timeout(&self) -> Duration {
         Duration::from_millis(self.idle_timeout_ms.load(Ordering::Relaxed))
+    }
+
+    fn send_timeout(&self) -> Duration {
+        Duration::from_millis(self.send_timeout_ms.load(Ordering::Relaxed))
     }
 
     /// Counts a client that took too long.

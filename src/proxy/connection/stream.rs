@@ -67,6 +67,16 @@ pub struct Watched {
     seen: u8,
     protocol: Option<Protocol>,
     waiting: Waiting,
+    /// When what is waited for must have come.
+    deadline: Instant,
+    /// Whether `deadline` is set for what is waited for now: it is set when a read first has to
+    /// wait, not when the waiting begins, since a header mostly arrives whole in the read that
+    /// begins it and a deadline for it would never be looked at.
+    armed: bool,
+    /// Wakes the connection no later than `deadline`: re-armed only when a deadline comes
+    /// sooner than it is set for, or when it fires before the deadline (a busy connection moves
+    /// its deadline with every request, and resetting a timer each time costs more than the
+    /// rest of this wrapper).
     timer: Pin<Box<Sleep>>,
     /// The header being read, up to [`KEPT`] bytes.
     header: Vec<u8>,
@@ -74,6 +84,9 @@ pub struct Watched {
     rewrite: Option<(Vec<u8>, usize)>,
     /// Bytes read to tell HTTP/2's preface, not yet handed to pingora.
     peeked: Vec<u8>,
+    /// While a write waits for the client to read, when it must have: armed only when the
+    /// socket is full, so that writes that go through at once (nearly all) pay no timer.
+    send_deadline: Option<Pin<Box<Sleep>>>,
 }
 
 impl std::fmt::Debug for Watched {
@@ -99,10 +112,46 @@ impl Watched {
             seen: FIRST,
             protocol,
             waiting: Waiting::Header,
+            deadline,
+            armed: true,
             timer: Box::pin(tokio::time::sleep_until(deadline)),
             header: Vec::new(),
             rewrite: None,
             peeked: Vec::new(),
+            send_deadline: None,
+        }
+    }
+
+    /// A write could not go through: the client has until the send timeout to take what it was
+    /// sent; past it, the write fails (nginx's `send_timeout`).
+    fn write_blocked(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        let registry = &self.registry;
+        let timer = self
+            .send_deadline
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(registry.send_timeout())));
+        if timer.as_mut().poll(cx).is_ready() {
+            self.send_deadline = None;
+            self.registry.timed_out("send");
+            return Poll::Ready(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client did not read what it was sent in time",
+            ));
+        }
+        Poll::Pending
+    }
+
+    /// What a write came to: progress disarms the send deadline, a wait arms it.
+    fn written<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        poll: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        match poll {
+            Poll::Pending => self.write_blocked(cx).map(Err),
+            ready => {
+                self.send_deadline = None;
+                ready
+            }
         }
     }
 
@@ -131,13 +180,41 @@ impl Watched {
         self.header.clear();
         match phase {
             IN_REQUEST => self.waiting = Waiting::Nothing,
-            _ => self.arm(Waiting::Idle, self.registry.idle_timeout()),
+            _ => self.wait_for(Waiting::Idle),
         }
     }
 
-    fn arm(&mut self, waiting: Waiting, timeout: Duration) {
+    /// Waits for `waiting`, its deadline set by the first read that has to wait for it.
+    fn wait_for(&mut self, waiting: Waiting) {
         self.waiting = waiting;
-        self.timer.as_mut().reset(Instant::now() + timeout);
+        self.armed = false;
+    }
+
+    /// Sets the deadline of what is waited for, from now, when it is not set yet.
+    fn arm(&mut self) {
+        if self.armed {
+            return;
+        }
+        self.armed = true;
+        let timeout = match self.waiting {
+            Waiting::Idle => self.registry.idle_timeout(),
+            _ => self.registry.header_timeout(),
+        };
+        self.deadline = Instant::now() + timeout;
+        if self.deadline < self.timer.deadline() {
+            self.timer.as_mut().reset(self.deadline);
+        }
+    }
+
+    /// Whether the deadline has passed, the timer re-armed for it when it fired early.
+    fn poll_deadline(&mut self, cx: &mut Context<'_>) -> bool {
+        while self.timer.as_mut().poll(cx).is_ready() {
+            if Instant::now() >= self.deadline {
+                return true;
+            }
+            self.timer.as_mut().reset(self.deadline);
+        }
+        false
     }
 
     /// Bytes arrived while no request was in flight: the start of a header.
@@ -155,7 +232,7 @@ impl Watched {
             return;
         }
         if self.waiting == Waiting::Idle {
-            self.arm(Waiting::Header, self.registry.header_timeout());
+            self.wait_for(Waiting::Header);
         }
         let room = KEPT.saturating_sub(self.header.len());
         self.header
@@ -224,8 +301,11 @@ impl AsyncRead for Watched {
                 Poll::Ready(Ok(()))
             }
             Poll::Pending => {
-                if this.waiting != Waiting::Nothing && this.timer.as_mut().poll(cx).is_ready() {
-                    return Poll::Ready(this.expired());
+                if this.waiting != Waiting::Nothing {
+                    this.arm();
+                    if this.poll_deadline(cx) {
+                        return Poll::Ready(this.expired());
+                    }
                 }
                 Poll::Pending
             }
@@ -244,7 +324,10 @@ impl AsyncWrite for Watched {
         if this.rewrite.is_none() {
             match this.refusal(buf) {
                 Some(answer) => this.rewrite = Some((answer, 0)),
-                None => return Pin::new(&mut this.inner).poll_write(cx, buf),
+                None => {
+                    let poll = Pin::new(&mut this.inner).poll_write(cx, buf);
+                    return this.written(cx, poll);
+                }
             }
         }
         // Writing crawlgate's answer; whatever pingora writes after its 400 is dropped.
@@ -262,7 +345,8 @@ impl AsyncWrite for Watched {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let poll = Pin::new(&mut self.inner).poll_flush(cx);
+        self.written(cx, poll)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -275,7 +359,8 @@ impl AsyncWrite for Watched {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         if self.rewrite.is_none() && self.phase.load(Ordering::Acquire) == IN_REQUEST {
-            return Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+            let poll = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+            return self.written(cx, poll);
         }
         // Outside a request, writes go one buffer at a time, so that a refusal is seen whole.
         let first = bufs
@@ -363,7 +448,8 @@ const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 impl Peek for Watched {
     async fn try_peek(&mut self, buf: &mut [u8]) -> io::Result<bool> {
         use tokio::io::AsyncReadExt;
-        let deadline = self.timer.deadline();
+        self.arm();
+        let deadline = self.deadline;
         let mut chunk = [0u8; 64];
         while self.peeked.len() < buf.len() && H2_PREFACE.starts_with(&self.peeked) {
             let read = tokio::time::timeout_at(deadline, self.inner.read(&mut chunk)).await;
