@@ -676,11 +676,8 @@ impl ProxyHttp for CrawlGate {
         }
         if let Some(error) = error {
             log_failure(session, error, ctx.decision.as_deref());
-            if error.esource() == &ErrorSource::Downstream {
-                match error.etype() {
-                    ReadTimedout => self.shared.connections.timed_out("body"),
-                    _ => {}
-                }
+            if error.esource() == &ErrorSource::Downstream && error.etype() == &ReadTimedout {
+                self.shared.connections.timed_out("body");
             }
         }
         let Some(decision) = &ctx.decision else {
