@@ -88,6 +88,9 @@ measure() { # name port command...
   local pid=$!
   pids+=("$pid")
   wait_port "$port" 600   # valgrind starts slowly
+  # Background services (reload, key directories) build their clients after the listener opens:
+  # let them finish before counting, or their start-up is counted as requests' work.
+  sleep "${SETTLE:-10}"
   wrk -t1 -c8 -d3s -s "$work/mix.lua" "http://127.0.0.1:$port" >/dev/null
   callgrind_control -z "$pid" >/dev/null 2>&1
   local requests
