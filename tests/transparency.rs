@@ -94,10 +94,15 @@ impl Front {
 /// Writes `request` on a new connection and reads what comes back until the server closes it,
 /// or `wait` has passed since the last byte.
 fn exchange(port: u16, request: &[u8], wait: Duration) -> String {
+    read_all(&mut send(port, request, wait))
+}
+
+/// A new connection with `request` written on it, whose reads wait at most `wait`.
+fn send(port: u16, request: &[u8], wait: Duration) -> TcpStream {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream.set_read_timeout(Some(wait)).unwrap();
     stream.write_all(request).unwrap();
-    read_all(&mut stream)
+    stream
 }
 
 fn read_all(stream: &mut TcpStream) -> String {
@@ -352,13 +357,11 @@ fn pipelined_and_early_requests_are_answered_in_order() {
         let second = response.find("GET /echo-2").unwrap();
         assert!(first < second, "{}", front.name);
         // A second request written while the first is in flight.
-        let mut stream = TcpStream::connect(("127.0.0.1", front.port)).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
-        stream
-            .write_all(b"GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n")
-            .unwrap();
+        let mut stream = send(
+            front.port,
+            b"GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n",
+            Duration::from_secs(5),
+        );
         std::thread::sleep(Duration::from_millis(100));
         stream
             .write_all(b"GET /echo-3 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
@@ -378,13 +381,11 @@ fn pipelined_and_early_requests_are_answered_in_order() {
 fn a_client_waiting_for_100_continue_is_answered() {
     let fronts = fronts(&[], "");
     for front in fronts.both() {
-        let mut stream = TcpStream::connect(("127.0.0.1", front.port)).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
-        stream
-            .write_all(b"POST /upload HTTP/1.1\r\nHost: localhost\r\nContent-Length: 11\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n")
-            .unwrap();
+        let mut stream = send(
+            front.port,
+            b"POST /upload HTTP/1.1\r\nHost: localhost\r\nContent-Length: 11\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n",
+            Duration::from_secs(5),
+        );
         // The origin never sends 100 Continue: the proxy must.
         let mut first = [0u8; 25];
         stream.read_exact(&mut first).unwrap();
@@ -476,13 +477,11 @@ fn requests_that_cannot_be_read_are_refused_with_a_reason_a_log_line_and_a_count
 fn a_websocket_that_falls_silent_is_closed_without_a_byte_written_into_it() {
     let fronts = fronts(&[], "");
     for front in fronts.both() {
-        let mut stream = TcpStream::connect(("127.0.0.1", front.port)).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(15)))
-            .unwrap();
-        stream
-            .write_all(b"GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
-            .unwrap();
+        let mut stream = send(
+            front.port,
+            b"GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+            Duration::from_secs(15),
+        );
         let started = Instant::now();
         let everything = read_all(&mut stream);
         let (head, tunnel) = everything.split_once("\r\n\r\n").unwrap();
