@@ -173,6 +173,8 @@ fn main() {
         max_tracked: 100_000,
         remember_fetches: Duration::from_secs(24 * 3600),
         dns_entries: 100_000,
+        signature_uses: 100_000,
+        unlisted_signature_uses: 10_000,
     };
     let metrics = Metrics::new().unwrap();
     let redis: Arc<dyn StateStore> = Arc::new(

@@ -9,11 +9,7 @@ fn main() -> ExitCode {
     let args = Cli::parse();
     // Only the proxy logs; without it (`--no-default-features --features cli`) there is no logger.
     #[cfg(feature = "proxy")]
-    env_logger::Builder::from_env(
-        env_logger::Env::default()
-            .default_filter_or("info,pingora_core=warn,pingora_proxy=warn,pingora=warn"),
-    )
-    .init();
+    crawlgate::proxy::logging::init();
     let stdout = std::io::stdout();
     let outcome = match &args.command {
         Command::Check(check) => cli::run_check(

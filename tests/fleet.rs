@@ -1,7 +1,8 @@
 //! A fleet of crawlgates behaves as one: two instances on loopback share a real `redis-server`
 //! (or `valkey-server`) started by the test in its own folder. A crawler alternating between
 //! them is held to one request per crawl-delay, a robots.txt fetch through one counts on the
-//! other (for "robots_unread" and for grace), a reverse-DNS outcome learned by one is used by the other, the store killed, wiped
+//! other (for "robots_unread" and for grace), a reverse-DNS outcome learned by one is used by
+//! the other, a signature used through one is a replay through the other, the store killed, wiped
 //! and restarted mid-test fails no request, and a store that stops answering (SIGSTOP) is
 //! decided around within the budget and reported until it answers again.
 //!
@@ -12,6 +13,7 @@
 mod harness;
 
 use harness::dns::{a, ptr, DnsServer};
+use harness::signer::{Signer, Signing};
 use harness::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -319,6 +321,70 @@ fn a_reverse_dns_outcome_learned_by_one_instance_is_used_by_the_other() {
     assert_eq!(dns.questions(), asked);
     let shared = r#"crawlgate_dns_lookups_total{result="shared"}"#;
     assert_eq!(b.metric(shared), Some(1.0), "{}", b.metrics());
+}
+
+/// A signed GET on the shared Host both instances serve, from `client`: its status.
+fn signed(proxy: &Proxy, path: &str, ua: &str, client: &str, headers: &[(&str, String)]) -> u16 {
+    let mut request = harness::client()
+        .get(proxy.url(path))
+        .header("host", "shop.example")
+        .header("user-agent", ua)
+        .header("x-forwarded-for", client);
+    for (name, value) in headers {
+        request = request.header(*name, value);
+    }
+    request.send().map_or(0, |r| r.status().as_u16())
+}
+
+/// Issue 22: a signature's use is shared through the store, so that a signature captured from
+/// a request through one instance is a replay through the other, and a nonce is used once in
+/// the whole fleet.
+#[test]
+fn a_signature_used_through_one_instance_is_a_replay_through_the_other() {
+    let Some(store) = StoreServer::start() else {
+        return;
+    };
+    let origin = Origin::start();
+    let signer = Signer::new(41);
+    let keys = tempfile::tempdir().unwrap();
+    let jwks = keys.path().join("signer.json");
+    std::fs::write(&jwks, signer.jwks()).unwrap();
+    let verification = format!(
+        "verification:\n  signatures:\n    directories:\n      - {{url: \"https://agent.example\", bot: ChatGPT-User, jwks: \"{}\"}}\n",
+        jwks.display()
+    );
+    let robots = "User-agent: *\\nDisallow: /private/\\n";
+    let a = instance(&origin, &store.url(), robots, &verification, "tag");
+    let b = instance(&origin, &store.url(), robots, &verification, "tag");
+    let chatgpt = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; ChatGPT-User/1.0; +https://openai.com/bot";
+    let verified = |path: &str| origin.last(path).unwrap().headers["x-crawlgate-verified"].clone();
+    let (real, forger) = ("198.51.100.7", "203.0.113.66");
+
+    let mut bare = Signing::new(&signer, "shop.example", "https://agent.example");
+    bare.nonce = None;
+    let bare = bare.headers();
+    assert_eq!(signed(&a, "/a1", chatgpt, real, &bare), 200, "{}", a.logs());
+    assert_eq!(verified("/a1"), "verified");
+    // Through the other instance, from another client: a replay.
+    assert_eq!(signed(&b, "/b1", chatgpt, forger, &bare), 429);
+    // Its first user, through the other instance: still its own.
+    assert_eq!(signed(&b, "/b2", chatgpt, real, &bare), 200);
+    assert_eq!(verified("/b2"), "verified");
+
+    // A nonce used through one instance is used for the whole fleet.
+    let once = Signing::new(&signer, "shop.example", "https://agent.example").headers();
+    assert_eq!(signed(&a, "/a2", chatgpt, real, &once), 200);
+    assert_eq!(signed(&b, "/b3", chatgpt, real, &once), 429);
+    let replayed =
+        r#"crawlgate_signatures_total{bot="ChatGPT-User",result="replayed",site="site"}"#;
+    assert_eq!(b.metric(replayed), Some(2.0), "{}", b.metrics());
+    // Two uses in the store, each a digest under crawlgate:sig:.
+    assert_eq!(
+        store
+            .command("EVAL \"return #redis.call('KEYS', 'crawlgate:sig:*')\" 0")
+            .as_deref(),
+        Some(":2")
+    );
 }
 
 #[test]

@@ -403,12 +403,16 @@ fn robots_txt_from_the_origin_follows_rfc_9309_on_errors() {
     });
     let (_, body, _) = get(&proxy.url("/blog"), GOOGLEBOT, None);
     assert!(body.contains("unreachable"), "{body}");
+    // The instance still serves (the stand-in is enforced): degraded, not down; the site's own
+    // readiness says it is not ready.
     let (status, body) = proxy.health();
-    assert_eq!(status, 503);
+    assert_eq!(status, 200);
     assert!(
-        body.contains("site site: robots.txt is unreachable"),
+        body.starts_with("degraded\n") && body.contains("site site: robots.txt is unreachable"),
         "{body}"
     );
+    let url = format!("http://127.0.0.1:{}/healthz/site/site", proxy.metrics_port);
+    assert_eq!(client().get(url).send().unwrap().status(), 503);
     // People are never blocked, whatever robots.txt's state.
     assert_eq!(status_of(&proxy, "/blog", FIREFOX), 200);
 }

@@ -5,16 +5,21 @@
 //! `cargo run --release --example bare_proxy -- LISTEN UPSTREAM THREADS [TIMEOUT_SECONDS]`
 //!
 //! With `TIMEOUT_SECONDS`, the origin's reads and writes get the timeouts crawlgate sets
-//! (`upstream_timeout`), so that their cost can be told apart from enforcement's.
+//! (`upstream_timeout`), so that their cost can be told apart from enforcement's. With
+//! `BARE_FORWARDING=1` in the environment it also tells the origin who the visitor is, as any
+//! deployment in front of an application must (`X-Forwarded-For`, `-Proto`, `-Host`, written the
+//! plain way), so that enforcement is compared with the same work done.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use async_trait::async_trait;
+use pingora::http::RequestHeader;
 use pingora::prelude::*;
 use pingora::proxy::{ProxyHttp, Session};
 use pingora::server::configuration::ServerConf;
 
 struct Bare {
     peer: HttpPeer,
+    forwarding: bool,
 }
 
 #[async_trait]
@@ -25,6 +30,25 @@ impl ProxyHttp for Bare {
 
     async fn upstream_peer(&self, _session: &mut Session, _ctx: &mut ()) -> Result<Box<HttpPeer>> {
         Ok(Box::new(self.peer.clone()))
+    }
+
+    async fn upstream_request_filter(
+        &self,
+        session: &mut Session,
+        upstream: &mut RequestHeader,
+        _ctx: &mut (),
+    ) -> Result<()> {
+        if !self.forwarding {
+            return Ok(());
+        }
+        if let Some(peer) = session.client_addr().and_then(|a| a.as_inet()) {
+            upstream.insert_header("x-forwarded-for", peer.ip().to_string())?;
+        }
+        upstream.insert_header("x-forwarded-proto", "http")?;
+        if let Some(host) = session.req_header().headers.get("host").cloned() {
+            upstream.insert_header("x-forwarded-host", host)?;
+        }
+        Ok(())
     }
 }
 
@@ -51,7 +75,9 @@ fn main() {
         peer.options.read_timeout = Some(std::time::Duration::from_secs(seconds));
         peer.options.write_timeout = Some(std::time::Duration::from_secs(seconds));
     }
-    let mut proxy = pingora::proxy::http_proxy_service(&server.configuration, Bare { peer });
+    let forwarding = std::env::var_os("BARE_FORWARDING").is_some_and(|v| v == "1");
+    let mut proxy =
+        pingora::proxy::http_proxy_service(&server.configuration, Bare { peer, forwarding });
     proxy.add_tcp(listen);
     server.add_service(proxy);
     server.run_forever();

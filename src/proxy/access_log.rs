@@ -124,6 +124,11 @@ impl AccessLog {
         self.sender.try_send(line).is_ok()
     }
 
+    /// Lines queued for the writer.
+    pub fn queued(&self) -> usize {
+        self.sender.max_capacity() - self.sender.capacity()
+    }
+
     /// Asks the writer to reopen its file before the next line (after log rotation).
     pub fn reopen(&self) {
         self.reopen.store(true, Ordering::Relaxed);

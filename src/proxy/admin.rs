@@ -34,32 +34,64 @@ impl AdminApp {
             }
             "/healthz" => {
                 let health = self.shared.health();
-                let (status, body) = if !health.failing.is_empty() {
-                    let mut lines = health.failing;
-                    lines.extend(health.degraded);
-                    (StatusCode::SERVICE_UNAVAILABLE, lines.join("\n"))
-                } else if !health.degraded.is_empty() {
-                    // Still serving every request: a load balancer must not take it out.
-                    (
-                        StatusCode::OK,
-                        format!("degraded\n{}", health.degraded.join("\n")),
-                    )
-                } else {
+                let degraded = health.degraded_lines();
+                let (status, body) = if health.stopping {
+                    // Draining: a load balancer must send nothing new.
+                    (StatusCode::SERVICE_UNAVAILABLE, "stopping".to_owned())
+                } else if degraded.is_empty() {
                     (StatusCode::OK, "ok".to_owned())
+                } else {
+                    // Still serving every request (a site's stand-in is enforced, the shared
+                    // store's answers come from memory): one site's origin must not take the
+                    // instance out for every site.
+                    (StatusCode::OK, format!("degraded\n{}", degraded.join("\n")))
                 };
-                (
-                    status,
-                    "text/plain; charset=utf-8",
-                    format!("{body}\n").into_bytes(),
-                )
+                text(status, body)
             }
+            _ if path.starts_with("/healthz/") => self.site_health(&path["/healthz/".len()..]),
             _ => (
                 StatusCode::NOT_FOUND,
                 "text/plain; charset=utf-8",
-                b"crawlgate: try /metrics or /healthz\n".to_vec(),
+                b"crawlgate: try /metrics, /healthz, /healthz/site/NAME or /healthz/host/HOST\n"
+                    .to_vec(),
             ),
         }
     }
+
+    /// One site's readiness, for load balancers that route by host: `/healthz/site/NAME` or
+    /// `/healthz/host/HOST`; 200 `ok`, or 503 with why (its robots.txt cannot be fetched, and
+    /// a stand-in is enforced; or the process is stopping).
+    fn site_health(&self, which: &str) -> (StatusCode, &'static str, Vec<u8>) {
+        let health = self.shared.health();
+        let site = match which.split_once('/') {
+            Some(("site", name)) => health.site(Some(name), None),
+            Some(("host", host)) => health.site(None, Some(host)),
+            _ => None,
+        };
+        let Some(site) = site else {
+            return text(
+                StatusCode::NOT_FOUND,
+                format!("no site {}", super::service::sanitize(which)),
+            );
+        };
+        match (&site.problem, health.stopping) {
+            (_, true) => text(StatusCode::SERVICE_UNAVAILABLE, "stopping".to_owned()),
+            (Some(problem), _) => text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("site {}: {problem}", site.name),
+            ),
+            (None, _) => text(StatusCode::OK, "ok".to_owned()),
+        }
+    }
+}
+
+/// A text answer.
+fn text(status: StatusCode, body: String) -> (StatusCode, &'static str, Vec<u8>) {
+    (
+        status,
+        "text/plain; charset=utf-8",
+        format!("{body}\n").into_bytes(),
+    )
 }
 
 #[async_trait]

@@ -9,7 +9,8 @@ use super::politeness::{Pace, PaceQuery, Subject};
 use super::site::{Site, Snapshot};
 use super::state::Shared;
 use super::verify::signature::check::{is_signed, RequestView};
-use super::verify::signature::{SignatureOutcome, SignatureVerdict};
+use super::verify::signature::directory::Directory;
+use super::verify::signature::{reuse, SignatureOutcome, SignatureVerdict};
 use super::verify::{Method, Verification, Verified};
 use crate::agent::{Category, Who};
 use crate::crawlers::Crawler;
@@ -97,7 +98,8 @@ pub struct Decision {
     pub verification: Verification,
     /// What its Web Bot Auth signature said (`unsigned` when it has none).
     pub signature: SignatureOutcome,
-    /// A valid signature seen before: refused with 429, whatever the site's action.
+    /// A replayed signature on a request whose User-Agent claims the crawler it speaks for:
+    /// refused with 429, whatever the site's action.
     pub replayed: bool,
     /// robots.txt's verdict.
     pub verdict: VerdictLabel,
@@ -207,6 +209,11 @@ pub fn is_robots_txt(target: &str) -> bool {
     path::is_robots_txt(&path::normalize(target.as_bytes()))
 }
 
+/// Whether a User-Agent is a person's (a browser or an app), by a site's snapshot.
+pub fn is_person(snapshot: &Snapshot, user_agent: &[u8]) -> bool {
+    matches!(snapshot.classify(user_agent), Who::Person)
+}
+
 /// Decides a request, or `None` when no site serves its host.
 pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Option<Decision> {
     let site = shared.sites.load().route(facts.host)?.clone();
@@ -228,10 +235,40 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
         }
         _ => SignatureVerdict::Unsigned,
     };
-    // A verified signer is the crawler its directory speaks for, whatever its User-Agent says;
-    // an invalid or replayed signature for a crawler's directory is a false claim to be it.
+    // A valid signature used before by someone else (or its nonce seen before) is a replay.
+    // `explain` only looks: it checks no use.
+    let signature = match signature {
+        SignatureVerdict::Verified {
+            directory,
+            keyid,
+            reuse,
+        } if mode.record => {
+            let holder = reuse::holder(client, &site.name, facts.user_agent);
+            if shared.store.use_signature(&reuse, &holder).await {
+                SignatureVerdict::Verified {
+                    directory,
+                    keyid,
+                    reuse,
+                }
+            } else {
+                SignatureVerdict::Replayed { directory }
+            }
+        }
+        other => other,
+    };
+    // A verified signer is the crawler its directory speaks for, whatever its User-Agent says.
+    // An invalid or replayed signature proves nothing: it makes a false claim only of a request
+    // whose User-Agent claims the crawler the directory speaks for; anyone else (a person's
+    // browser whose clock is off, or whose Host a CDN rewrote) stays who its User-Agent says,
+    // as it would with no signature at all.
+    let claims = |directory: &Directory| match (who, crawler, directory.bot.as_deref()) {
+        (Who::Crawler(_), Some(crawler), Some(bot)) => crawler.token.eq_ignore_ascii_case(bot),
+        _ => false,
+    };
     let (directory, signed) = match &signature {
-        SignatureVerdict::Verified { directory, keyid } => (
+        SignatureVerdict::Verified {
+            directory, keyid, ..
+        } => (
             Some(directory),
             Verification::by(
                 Verified::Verified,
@@ -242,7 +279,7 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
         SignatureVerdict::Invalid {
             directory: Some(directory),
             why,
-        } => (
+        } if claims(directory) => (
             Some(directory),
             Verification::by(
                 Verified::Spoofed,
@@ -250,13 +287,13 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
                 format!("an invalid signature for {}: {why}", directory.url),
             ),
         ),
-        SignatureVerdict::Replayed { directory } => (
+        SignatureVerdict::Replayed { directory } if claims(directory) => (
             Some(directory),
             Verification::by(
                 Verified::Spoofed,
                 Method::Signature,
                 format!(
-                    "a replayed signature: its nonce came before with a valid signature of {}",
+                    "a replayed signature: it was used before, by another client, site or User-Agent, or its nonce came before, with a valid signature of {}",
                     directory.url
                 ),
             ),
@@ -266,15 +303,13 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
     let signer = directory
         .and_then(|d| d.bot.as_deref())
         .and_then(|bot| row_of(&snapshot, bot));
-    let replayed = matches!(signature, SignatureVerdict::Replayed { .. });
+    let replayed = directory.is_some() && matches!(signature, SignatureVerdict::Replayed { .. });
     let signed = match signer {
         Some(index) => {
             who = Who::Crawler(index);
             crawler = snapshot.crawler(who);
             Some(signed)
         }
-        // A replay is refused even when its directory speaks for no crawler of the table.
-        None if replayed => Some(signed),
         None => None,
     };
     let robots_txt = is_robots_txt(facts.path);

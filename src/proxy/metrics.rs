@@ -40,6 +40,13 @@ pub const METRIC_NAMES: &[&str] = &[
     "crawlgate_signature_directory_fetches_total",
     "crawlgate_signature_keys",
     "crawlgate_verifications_total",
+    "crawlgate_aborted_responses_total",
+    "crawlgate_client_connections",
+    "crawlgate_client_connections_refused_total",
+    "crawlgate_accept_waits_total",
+    "crawlgate_client_timeouts_total",
+    "crawlgate_dns_lookups_shed_total",
+    "crawlgate_dns_lookups_in_flight",
 ];
 
 /// The metrics of one crawlgate process, in their own registry.
@@ -78,11 +85,17 @@ pub struct Metrics {
     pub requests_without_robots_fetch: IntCounterVec,
     /// `crawlgate_dns_lookups_total{result}`: reverse-DNS verifications.
     pub dns_lookups: IntCounterVec,
+    /// `crawlgate_dns_lookups_shed_total{limit}`: crawler claims decided `unverifiable` at once
+    /// because a lookup limit was reached (`instance` or `client`).
+    pub dns_lookups_shed: IntCounterVec,
+    /// `crawlgate_dns_lookups_in_flight`: reverse-DNS lookups running (each holds a socket).
+    pub dns_lookups_in_flight: prometheus::IntGauge,
     /// `crawlgate_ranges_reloads_total{bot, result}`: published IP range files loaded.
     pub ranges_reloads: IntCounterVec,
     /// `crawlgate_tracked_entries{kind}`: crawlers and clients remembered (bounded).
     pub tracked: IntGaugeVec,
-    /// `crawlgate_bad_requests_total{reason}`: requests answered 400 before routing.
+    /// `crawlgate_bad_requests_total{reason}`: requests refused with 400 before any site judged
+    /// them (a bounded set of reasons).
     pub bad_requests: IntCounterVec,
     /// `crawlgate_robots_snapshots`: compiled robots.txt snapshots alive.
     pub snapshots: prometheus::IntGauge,
@@ -99,8 +112,8 @@ pub struct Metrics {
     pub state_store_errors: IntCounterVec,
     /// `crawlgate_state_store_up{store}`: 1 while the shared store answers (only with one).
     pub state_store_up: IntGaugeVec,
-    /// `crawlgate_signatures_total{site, bot, result}`: signed crawler requests by Web Bot Auth
-    /// result (verified, invalid, replayed, unverifiable); unsigned ones are the rest of
+    /// `crawlgate_signatures_total{site, bot, result}`: signed requests by Web Bot Auth result
+    /// (verified, invalid, replayed, unverifiable), people's too; unsigned ones are the rest of
     /// `crawlgate_requests_total`.
     pub signatures: IntCounterVec,
     /// `crawlgate_signature_directory_fetches_total{directory, result}`: key directory fetches
@@ -111,6 +124,19 @@ pub struct Metrics {
     /// `crawlgate_verifications_total{site, bot, result, method}`: crawler requests whose
     /// identity was checked, by verdict and by the method that reached it.
     pub verifications: IntCounterVec,
+    /// `crawlgate_aborted_responses_total{site, cause}`: responses whose transfer to the client
+    /// was aborted because the origin failed after their header was sent.
+    pub aborted_responses: IntCounterVec,
+    /// `crawlgate_client_connections`: client connections open (accepted, not yet closed).
+    pub client_connections: prometheus::IntGauge,
+    /// `crawlgate_client_connections_refused_total{reason}`: connections closed at once
+    /// (`per_address`: the address holds its most; `draining`: the process is stopping).
+    pub connections_refused: IntCounterVec,
+    /// `crawlgate_accept_waits_total`: times accepting paused at `clients.max_connections`.
+    pub accept_waits: IntCounter,
+    /// `crawlgate_client_timeouts_total{phase}`: connections closed because a client took too
+    /// long (`header`, `idle`, `body`, `send`).
+    pub client_timeouts: IntCounterVec,
 }
 
 /// A metric that could not be registered: a programming error, reported at startup.
@@ -176,7 +202,49 @@ impl Metrics {
             &["site"],
         )?;
         registry.register(Box::new(robots_refresh.clone()))?;
+        let client_connections = prometheus::IntGauge::new(
+            "crawlgate_client_connections",
+            "Client connections open: accepted (TLS handshakes included) and not yet closed.",
+        )?;
+        registry.register(Box::new(client_connections.clone()))?;
+        let accept_waits = IntCounter::new(
+            "crawlgate_accept_waits_total",
+            "Times accepting new connections paused because clients.max_connections were open (the kernel's backlog holds new ones meanwhile).",
+        )?;
+        registry.register(Box::new(accept_waits.clone()))?;
+        let dns_lookups_in_flight = prometheus::IntGauge::new(
+            "crawlgate_dns_lookups_in_flight",
+            "Reverse-DNS lookups running now, each holding a socket; at most verification.dns.max_lookups.",
+        )?;
+        registry.register(Box::new(dns_lookups_in_flight.clone()))?;
         Ok(Metrics {
+            client_connections,
+            accept_waits,
+            connections_refused: counter(
+                r,
+                "crawlgate_client_connections_refused_total",
+                "Client connections closed as soon as accepted: per_address (the address, or IPv6 /64, holds clients.max_connections_per_address already) or draining (the process is stopping).",
+                &["reason"],
+            )?,
+            client_timeouts: counter(
+                r,
+                "crawlgate_client_timeouts_total",
+                "Client connections closed because the client took too long: header (a request header did not arrive within clients.header_timeout), idle (no next request within clients.idle_timeout), body (silent for clients.body_timeout while sending a body), send (did not read what it was sent for clients.send_timeout).",
+                &["phase"],
+            )?,
+            aborted_responses: counter(
+                r,
+                "crawlgate_aborted_responses_total",
+                "Responses whose transfer to the client was aborted (HTTP/1.1: closed short of its length or last chunk; HTTP/2: RST_STREAM) because the origin failed after their header was sent, by cause (timeout, closed, invalid).",
+                &["site", "cause"],
+            )?,
+            dns_lookups_in_flight,
+            dns_lookups_shed: counter(
+                r,
+                "crawlgate_dns_lookups_shed_total",
+                "Crawler claims decided unverifiable at once, without a lookup, because the lookups running reached a limit: instance (verification.dns.max_lookups) or client (max_lookups_per_client).",
+                &["limit"],
+            )?,
             content_usage: counter(
                 r,
                 "crawlgate_content_usage_total",
@@ -218,19 +286,19 @@ impl Metrics {
             bad_requests: counter(
                 r,
                 "crawlgate_bad_requests_total",
-                "Requests answered 400 by crawlgate before routing, by reason (duplicate_host, missing_host).",
+                "Requests refused with 400 before any site judged them, by reason: the Host (duplicate_host, missing_host, invalid_host), several_user_agents, unreadable_body, and what pingora would not read (invalid_request_line, invalid_header_line, too_many_headers, header_too_large, host_mismatch, invalid_content_length, invalid_transfer_encoding, unparsable).",
                 &["reason"],
             )?,
             tracked: gauge(
                 r,
                 "crawlgate_tracked_entries",
-                "Crawlers and clients remembered, by kind (crawl_delay, robots_fetch, dns); each is bounded.",
+                "Crawlers and clients remembered, by kind (crawl_delay, robots_fetch, dns, signature_uses); each is bounded.",
                 &["kind"],
             )?,
             signatures: counter(
                 r,
                 "crawlgate_signatures_total",
-                "Signed crawler requests by Web Bot Auth result: verified, invalid, replayed, unverifiable (no keys); unsigned ones are the rest of crawlgate_requests_total.",
+                "Signed requests by Web Bot Auth result: verified, invalid, replayed, unverifiable (no keys); bot is person for a person's request, whose bad signature leaves it a person; unsigned ones are the rest of crawlgate_requests_total.",
                 &["site", "bot", "result"],
             )?,
             signature_directory_fetches: counter(

@@ -7,7 +7,9 @@ use super::config::{
     AccessLogTarget, CrawlDelayMode, OnUnreachable, PingoraSettings, PolitenessSettings,
     RobotsSettings, RobotsSource, Settings, SiteSettings, Upstream, UpstreamAddr,
     VerificationSettings, DEFAULT_READ_BUFFER_BYTES, DEFAULT_TAG_PREFIX,
+    DEFAULT_TLS_READ_BUFFER_BYTES,
 };
+use super::connection::{Gate, Guarded, Stop, Trimmer};
 use super::demo::{DemoApp, DEMO_ROBOTS};
 use super::metrics::Metrics;
 use super::reload::{ConfigSource, Reloader};
@@ -82,6 +84,7 @@ pub fn demo_settings(socket: PathBuf) -> Settings {
                 resolved: None,
                 tls: false,
                 sni: "localhost".into(),
+                ca: None,
             },
             robots: RobotsSettings {
                 source: RobotsSource::Inline(DEMO_ROBOTS.into()),
@@ -99,12 +102,14 @@ pub fn demo_settings(socket: PathBuf) -> Settings {
             crawl_delay: CrawlDelayMode::Count,
             upstream_timeout: Duration::from_secs(60),
             content_usage: Default::default(),
+            forwarding: Default::default(),
         }],
         trusted_proxies: super::client::TrustedProxies::default(),
         state_dir: None,
         verification: VerificationSettings::default(),
         politeness: PolitenessSettings::default(),
         state: None,
+        clients: Default::default(),
         pingora: PingoraSettings {
             threads: 2,
             grace_period_seconds: 5,
@@ -112,6 +117,7 @@ pub fn demo_settings(socket: PathBuf) -> Settings {
             upstream_keepalive_pool_size: 128,
             listener_tasks_per_fd: 1,
             read_buffer_bytes: DEFAULT_READ_BUFFER_BYTES,
+            tls_read_buffer_bytes: DEFAULT_TLS_READ_BUFFER_BYTES,
         },
     }
 }
@@ -164,24 +170,25 @@ pub fn run(
     let mut server = Server::new_with_opt_and_conf(None, server_conf(&settings.pingora));
     server.bootstrap();
 
-    let mut proxy = pingora::proxy::http_proxy_service_with_name(
-        &server.configuration,
-        CrawlGate::new(shared.clone()),
-        "crawlgate proxy",
+    let mut app = pingora::proxy::http_proxy(&server.configuration, CrawlGate::new(shared.clone()));
+    let mut options = pingora::apps::HttpServerOptions::default();
+    options.h2c = settings.h2c;
+    // An HTTP/2 connection with no stream open is idle: closed as an HTTP/1.1 one would be.
+    options.h2_idle_timeout = Some(settings.clients.idle_timeout);
+    app.server_options = Some(options);
+    let registry = shared.connections.clone();
+    let mut proxy = Service::new(
+        "crawlgate proxy".into(),
+        Guarded::new(app, registry.clone()),
     );
-    // Each connection gets a read buffer of this size: pingora's 64 KiB default costs ~44 KiB
-    // of resident memory per idle keep-alive connection.
+    proxy.set_connection_filter(Arc::new(Gate(registry.clone())));
+    // Each connection gets a read buffer of this size, by listener kind (README, "Memory per
+    // connection"): pingora's 64 KiB default is most of an idle keep-alive connection's memory.
     let buffers = L4BufferSettings::default().read(settings.pingora.read_buffer_bytes);
+    let tls_buffers = L4BufferSettings::default().read(settings.pingora.tls_read_buffer_bytes);
     for addr in &settings.listen {
         let endpoint = ListenerConfig::tcp(addr.to_string()).l4_buffer(buffers);
         proxy.endpoints().add_listener(endpoint);
-    }
-    if settings.h2c {
-        if let Some(app) = proxy.app_logic_mut() {
-            let mut options = pingora::apps::HttpServerOptions::default();
-            options.h2c = true;
-            app.server_options = Some(options);
-        }
     }
     let mut tls_listeners = Vec::new();
     for tls in &settings.tls_listen {
@@ -193,7 +200,7 @@ pub fn run(
         let tls_settings = listener.settings().map_err(|e| tls_error(e.to_string()))?;
         let endpoint = ListenerConfig::tcp(tls.addr.to_string())
             .tls(tls_settings)
-            .l4_buffer(buffers);
+            .l4_buffer(tls_buffers);
         proxy.endpoints().add_listener(endpoint);
         tls_listeners.push(listener);
     }
@@ -214,6 +221,10 @@ pub fn run(
         "crawlgate reload",
         Reloader::new(shared.clone(), config, settings.clone()),
     ));
+    server.add_service(background_service(
+        "crawlgate memory",
+        Trimmer(shared.connections.clone()),
+    ));
     if !tls_listeners.is_empty() {
         server.add_service(background_service(
             "crawlgate certificate reload",
@@ -231,7 +242,18 @@ pub fn run(
     if let Some(writer) = writer {
         server.add_service(background_service("crawlgate access log", writer));
     }
-    server.run(pingora::server::RunArgs::default());
+    log::info!(
+        "accepting up to {} client connections ({} per address)",
+        registry.max_connections(),
+        settings.clients.max_connections_per_address
+    );
+    server.run(pingora::server::RunArgs {
+        shutdown_signal: Box::new(Stop {
+            registry,
+            grace: Duration::from_secs(settings.pingora.grace_period_seconds),
+            access_log: shared.access_log.clone(),
+        }),
+    });
     if let Some(socket) = &demo_socket {
         let _ = std::fs::remove_file(socket);
     }

@@ -6,8 +6,10 @@
 
 use super::access_log::Entry;
 use super::client::Forwarding;
-use super::config::DEFAULT_TAG_PREFIX;
+use super::connection::{InFlight, Watched};
 use super::decide::{self, Decision, Mode, RequestFacts};
+use super::forwarding::{self, ClientHeaders, Hop};
+use super::host::{host_name, InvalidHost};
 use super::site::{Snapshot, SourceState};
 use super::state::Shared;
 use super::verify::signature::check::{is_signed, RequestView};
@@ -16,8 +18,10 @@ use super::verify::{Method, Verified};
 use crate::policy::{Outcome, VerdictLabel};
 use async_trait::async_trait;
 use bytes::Bytes;
-use http::header::{CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, HOST, RETRY_AFTER, USER_AGENT};
-use http::HeaderName;
+use http::header::{
+    HeaderValue, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, EXPECT, HOST, RETRY_AFTER,
+    TRANSFER_ENCODING, USER_AGENT,
+};
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
@@ -43,6 +47,12 @@ impl CrawlGate {
 #[derive(Debug, Default)]
 pub struct Ctx {
     decision: Option<Box<Decision>>,
+    /// crawlgate answered the client's `Expect: 100-continue` itself: the origin is not asked.
+    continued: bool,
+    /// The request is in flight (a stop waits for it) until the context is dropped.
+    _in_flight: Option<InFlight>,
+    /// The Host that chose the site, as sent (the Host header, or the target's authority).
+    host: Option<HeaderValue>,
 }
 
 /// The longest piece of request data that goes into a header value or a body.
@@ -59,44 +69,6 @@ pub fn sanitize(text: &str) -> String {
         out.push('…');
     }
     out
-}
-
-/// Removes every header a client sends that a backend could read as one of crawlgate's:
-/// nobody forges a verdict. A backend need not read a name as sent: CGI and FastCGI turn
-/// `X-Crawlgate-Verdict` and `X_Crawlgate_Verdict` alike into `HTTP_X_CRAWLGATE_VERDICT`, and
-/// some servers fold every byte that is not a letter or digit the same way, so names are
-/// compared with ASCII case ignored and every such byte equal to `-`. One pass over the names
-/// finds them; nothing is allocated unless one is there.
-fn strip_forged_headers(request: &mut RequestHeader, prefix: &str) {
-    let forged = |name: &HeaderName| {
-        let name = name.as_str().as_bytes();
-        reads_as_prefix(name, DEFAULT_TAG_PREFIX.as_bytes())
-            || reads_as_prefix(name, prefix.as_bytes())
-    };
-    if !request.headers.keys().any(forged) {
-        return;
-    }
-    let names: Vec<HeaderName> = request
-        .headers
-        .keys()
-        .filter(|n| forged(n))
-        .cloned()
-        .collect();
-    for name in names {
-        request.remove_header(&name);
-    }
-}
-
-/// Whether `name` starts with `prefix` as a backend may read it (see [`strip_forged_headers`]).
-fn reads_as_prefix(name: &[u8], prefix: &[u8]) -> bool {
-    fn fold(byte: u8) -> u8 {
-        if byte.is_ascii_alphanumeric() {
-            byte.to_ascii_lowercase()
-        } else {
-            b'-'
-        }
-    }
-    name.len() >= prefix.len() && name.iter().zip(prefix).all(|(&a, &b)| fold(a) == fold(b))
 }
 
 /// How `/robots.txt` is answered: with the copy being enforced, whatever the source, so that
@@ -156,6 +128,8 @@ enum HostProblem {
     Duplicate,
     /// HTTP/1.1 without a Host header (HTTP/1.0 may omit it).
     Missing,
+    /// A Host that is not `host[:port]`.
+    Invalid(InvalidHost),
 }
 
 impl HostProblem {
@@ -163,6 +137,7 @@ impl HostProblem {
         match self {
             HostProblem::Duplicate => "duplicate_host",
             HostProblem::Missing => "missing_host",
+            HostProblem::Invalid(_) => "invalid_host",
         }
     }
 
@@ -170,6 +145,7 @@ impl HostProblem {
         match self {
             HostProblem::Duplicate => "crawlgate: more than one Host header\n",
             HostProblem::Missing => "crawlgate: HTTP/1.1 requests need a Host header\n",
+            HostProblem::Invalid(why) => why.message(),
         }
     }
 }
@@ -182,12 +158,40 @@ fn request_host(request: &RequestHeader) -> Result<Option<&[u8]>, HostProblem> {
     if hosts.next().is_some() {
         return Err(HostProblem::Duplicate);
     }
-    match (request.uri.host(), header) {
-        (Some(authority), _) => Ok(Some(authority.as_bytes())),
-        (None, Some(header)) => Ok(Some(header.as_bytes())),
-        (None, None) if request.version == http::Version::HTTP_11 => Err(HostProblem::Missing),
-        (None, None) => Ok(None),
+    // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400, whatever its target says.
+    if header.is_none() && request.version == http::Version::HTTP_11 {
+        return Err(HostProblem::Missing);
     }
+    let host = match (target_authority(request), header) {
+        (Some(authority), _) => authority,
+        (None, Some(header)) => header.as_bytes(),
+        (None, None) => return Ok(None),
+    };
+    host_name(host).map_err(HostProblem::Invalid)?;
+    Ok(Some(host))
+}
+
+/// The authority of a request's target: HTTP/2's `:authority`, or that of an HTTP/1.1
+/// absolute-form target (`GET http://a.test/x`), which pingora keeps only in the raw target.
+fn target_authority(request: &RequestHeader) -> Option<&[u8]> {
+    if let Some(authority) = request.uri.authority() {
+        return Some(authority.as_str().as_bytes());
+    }
+    let raw = request.raw_path();
+    if raw.first() == Some(&b'/') {
+        return None;
+    }
+    let scheme = raw.iter().position(|&b| b == b':')?;
+    if !raw[..scheme].eq_ignore_ascii_case(b"http") && !raw[..scheme].eq_ignore_ascii_case(b"https")
+    {
+        return None;
+    }
+    let rest = raw[scheme..].strip_prefix(b"://")?;
+    let end = rest
+        .iter()
+        .position(|&b| matches!(b, b'/' | b'?' | b'#'))
+        .unwrap_or(rest.len());
+    Some(&rest[..end])
 }
 
 /// The text of a blocked request's response: which rule, or why the crawler is refused.
@@ -258,6 +262,55 @@ fn signed_scheme(
     }
 }
 
+/// Logs a request that failed: an origin's failure at WARN (the operator can act on it), a
+/// client's (it hung up, or stopped sending) at DEBUG, crawlgate's own at ERROR.
+fn log_failure(session: &Session, error: &Error, decision: Option<&Decision>) {
+    let request = session.req_header();
+    let site = decision.map_or("-", |d| d.site.settings.name.as_str());
+    let target = sanitize(request.uri.path_and_query().map_or("/", |p| p.as_str()));
+    let method = request.method.as_str();
+    match error.esource() {
+        ErrorSource::Upstream => {
+            log::warn!("site {site}: {method} {target}: the origin failed: {error}")
+        }
+        ErrorSource::Downstream => {
+            log::debug!("site {site}: {method} {target}: the client failed: {error}")
+        }
+        _ => log::error!("site {site}: {method} {target}: {error}"),
+    }
+}
+
+/// Whether every User-Agent value of a request is a person's, by the site its host chooses: such
+/// a request is forwarded as sent (a person is never refused); any other with several is
+/// refused, since the origin and crawlgate could read different ones.
+fn every_user_agent_is_a_person(
+    shared: &Shared,
+    host: Option<&[u8]>,
+    request: &RequestHeader,
+) -> bool {
+    let sites = shared.sites.load();
+    let Some(site) = sites.route(host) else {
+        return true;
+    };
+    let snapshot = site.snapshot.load();
+    request
+        .headers
+        .get_all(USER_AGENT)
+        .iter()
+        .all(|value| decide::is_person(&snapshot, value.as_bytes()))
+}
+
+/// Whether the client waits for `100 Continue` before sending its body (RFC 9110 §10.1.1).
+/// Clients send it with a body, which GET and HEAD requests have none of: they are not looked
+/// at (every request asks).
+fn expects_continue(request: &RequestHeader) -> bool {
+    !matches!(request.method, http::Method::GET | http::Method::HEAD)
+        && request
+            .headers
+            .get(EXPECT)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
+}
+
 /// The text of a throttled request's response.
 fn throttle_message(decision: &Decision) -> String {
     let delay = decision.crawl_delay.as_ref().map_or(0.0, |d| d.seconds);
@@ -275,31 +328,74 @@ impl ProxyHttp for CrawlGate {
         Ctx::default()
     }
 
+    async fn early_request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<()> {
+        let connections = &self.shared.connections;
+        ctx._in_flight = Some(connections.request_started());
+        let downstream = session.as_downstream_mut();
+        if let Some(watched) = downstream.stream().and_then(Watched::of) {
+            watched.request_started();
+        }
+        // Requests a client sends before the answer to the one before (RFC 9112 §9.3.2) are
+        // answered in order, instead of failing the request in flight.
+        downstream.set_pipelining_enabled(true);
+        downstream.set_read_timeout(Some(connections.body_timeout()));
+        // The send timeout is the connection guard's: armed only while a write waits.
+        // HTTP/1.0 keeps a connection only when it asks to (RFC 9112 §9.3).
+        let request = downstream.req_header();
+        let keep = request.version >= http::Version::HTTP_11
+            || request
+                .headers
+                .get(http::header::CONNECTION)
+                .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"keep-alive"));
+        let keep = keep && !connections.draining();
+        downstream.set_keepalive(keep.then(|| connections.idle_timeout().as_secs().max(1)));
+        Ok(())
+    }
+
     async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
         let peer = session
             .client_addr()
             .and_then(|a| a.as_inet())
             .map(|a| a.ip());
         let request = session.req_header();
-        let host = match request_host(request) {
-            Ok(host) => host,
-            Err(problem) => {
-                self.shared
-                    .metrics
-                    .bad_requests
-                    .with_label_values(&[problem.reason()])
-                    .inc();
-                respond(session, 400, Bytes::from(problem.message()), None).await?;
-                return Ok(true);
-            }
+        let host = request_host(request);
+        let mut user_agents = request.headers.get_all(USER_AGENT).iter();
+        let user_agent = user_agents.next().map_or(&b""[..], |v| v.as_bytes());
+        let several = user_agents.next().is_some();
+        let refusal = match host {
+            Err(problem) => Some((problem.reason(), Bytes::from_static(problem.message().as_bytes()))),
+            Ok(host) if several && !every_user_agent_is_a_person(&self.shared, host, request) => Some((
+                "several_user_agents",
+                Bytes::from_static(b"crawlgate: a request names one User-Agent; this one names several, not all of them people's\n"),
+            )),
+            Ok(_) => None,
         };
+        if let Some((reason, body)) = refusal {
+            self.shared
+                .metrics
+                .bad_requests
+                .with_label_values(&[reason])
+                .inc();
+            log::info!(
+                "refused a request from {}: {} ({reason})",
+                peer.map_or_else(|| "?".to_owned(), |p| p.to_string()),
+                String::from_utf8_lossy(&body).trim_end()
+            );
+            respond(session, 400, body, None).await?;
+            return Ok(true);
+        }
+        let request = session.req_header();
+        let host = host.ok().flatten();
+        // Kept for the origin's Host and X-Forwarded-Host: the header's own value when it chose
+        // the site (no copy), else the authority's.
+        ctx.host = host.and_then(|host| match request.headers.get(HOST) {
+            Some(header) if header.as_bytes() == host => Some(header.clone()),
+            _ => HeaderValue::from_bytes(host).ok(),
+        });
         let facts = RequestFacts {
             host,
             path: request.uri.path_and_query().map_or("/", |p| p.as_str()),
-            user_agent: request
-                .headers
-                .get(USER_AGENT)
-                .map_or(&b""[..], |v| v.as_bytes()),
+            user_agent,
             peer,
             forwarding: Forwarding::Headers(&request.headers),
             // Unsigned requests (nearly all) pay this one lookup and nothing else.
@@ -311,8 +407,6 @@ impl ProxyHttp for CrawlGate {
                 scheme: signed_scheme(session.digest(), &request.headers),
             }),
         };
-        // Forged verdict headers cannot sway the decision (it reads none of them); they are
-        // stripped once the site, and so its prefix, is known.
         let Some(decision) = decide::decide(&self.shared, &facts, Mode::LIVE).await else {
             self.shared.metrics.unknown_host.inc();
             let host = host.map(String::from_utf8_lossy).unwrap_or_default();
@@ -323,7 +417,6 @@ impl ProxyHttp for CrawlGate {
             respond(session, 421, Bytes::from(body), None).await?;
             return Ok(true);
         };
-        strip_forged_headers(session.req_header_mut(), &decision.site.settings.tag_prefix);
         let path = session
             .req_header()
             .uri
@@ -360,12 +453,24 @@ impl ProxyHttp for CrawlGate {
             respond(session, status, body, retry_after).await?;
             return Ok(true);
         }
+        // A client waiting for `100 Continue` before it sends its body gets it here, as nginx
+        // gives it: an origin that never sends one would leave the client waiting.
+        if expects_continue(session.req_header()) {
+            session
+                .as_downstream_mut()
+                .write_continue_response()
+                .await?;
+            ctx.continued = true;
+        }
         Ok(false)
     }
 
     /// Upstream failures get the status that says what happened: 504 when the origin did not
-    /// answer in time, 502 when it answered nonsense, reset or refused.
-    async fn fail_to_proxy(&self, session: &mut Session, e: &Error, _ctx: &mut Ctx) -> FailToProxy {
+    /// answer in time, 502 when it answered nonsense, reset or refused. Once a response's header
+    /// has gone to the client, nothing is written: the transfer is aborted (HTTP/1.1: closed
+    /// short of its length or last chunk; HTTP/2: RST_STREAM), so that no client keeps a
+    /// cut-off page as complete.
+    async fn fail_to_proxy(&self, session: &mut Session, e: &Error, ctx: &mut Ctx) -> FailToProxy {
         let code = match (e.esource(), e.etype()) {
             (_, HTTPStatus(code)) => *code,
             (ErrorSource::Upstream, ConnectTimedout | ReadTimedout | WriteTimedout) => 504,
@@ -374,6 +479,40 @@ impl ProxyHttp for CrawlGate {
             (ErrorSource::Downstream, _) => 400,
             _ => 500,
         };
+        let started = session
+            .response_written()
+            .is_some_and(|r| !r.status.is_informational() || r.status == 101);
+        if started {
+            if code != 0 {
+                let site = ctx
+                    .decision
+                    .as_ref()
+                    .map_or("", |d| d.site.settings.name.as_str());
+                let cause = match e.etype() {
+                    ConnectTimedout | ReadTimedout | WriteTimedout => "timeout",
+                    ConnectionClosed | ReadError | WriteError => "closed",
+                    _ => "invalid",
+                };
+                self.shared
+                    .metrics
+                    .aborted_responses
+                    .with_label_values(&[site, cause])
+                    .inc();
+            }
+            session.as_downstream_mut().set_keepalive(None);
+            session.as_downstream_mut().shutdown().await;
+            return FailToProxy {
+                error_code: code,
+                can_reuse_downstream: false,
+            };
+        }
+        if code == 400 {
+            self.shared
+                .metrics
+                .bad_requests
+                .with_label_values(&["unreadable_body"])
+                .inc();
+        }
         if code > 0 {
             let body = Bytes::from(format!("crawlgate: {}\n", upstream_failure(code)));
             let _ = respond(session, code, body, None).await;
@@ -393,17 +532,63 @@ impl ProxyHttp for CrawlGate {
 
     async fn upstream_request_filter(
         &self,
-        _session: &mut Session,
+        session: &mut Session,
         upstream: &mut RequestHeader,
         ctx: &mut Ctx,
     ) -> Result<()> {
         let Some(decision) = &ctx.decision else {
             return Ok(());
         };
+        let site = &decision.site.settings;
+        let global = self.shared.global.load();
+        let trusted = global.trusted.contains(decision.peer);
+        // Nobody forges a verdict or an address: what the client may not send goes first.
+        ClientHeaders {
+            tag_prefix: &site.tag_prefix,
+            trusted,
+            trusted_header: global.trusted.header().name(),
+        }
+        .strip(upstream);
+        // The Host the origin reads is the one that chose the site, and the target is in origin
+        // form, as nginx sends it (an origin need not read absolute-form).
+        if target_authority(upstream).is_some() {
+            if let Some(host) = &ctx.host {
+                if upstream.headers.get(HOST) != Some(host) {
+                    upstream.insert_header(HOST, host.clone())?;
+                }
+            }
+            let target = upstream.uri.path_and_query().map_or("/", |p| p.as_str());
+            if let Ok(origin_form) = http::Uri::try_from(target) {
+                upstream.set_uri(origin_form);
+            }
+        }
+        let proto = if session.digest().is_some_and(|d| d.ssl_digest.is_some()) {
+            "https"
+        } else {
+            "http"
+        };
+        forwarding::add(
+            upstream,
+            &site.forwarding,
+            &Hop {
+                peer: decision.peer,
+                trusted,
+                client: decision.client,
+                proto,
+                host: ctx.host.as_ref(),
+            },
+        )?;
+        forwarding::single_content_length(upstream)?;
+        if session.as_downstream().is_http2() {
+            forwarding::join_cookie_crumbs(upstream)?;
+        }
+        if ctx.continued {
+            upstream.remove_header(&EXPECT);
+        }
         if decision.outcome != Outcome::Tagged {
             return Ok(());
         }
-        let prefix = &decision.site.settings.tag_prefix;
+        let prefix = &site.tag_prefix;
         upstream.insert_header(format!("{prefix}Bot"), decision.bot().as_ref())?;
         upstream.insert_header(format!("{prefix}Verdict"), decision.verdict.as_str())?;
         upstream.insert_header(
@@ -438,14 +623,23 @@ impl ProxyHttp for CrawlGate {
         Ok(())
     }
 
-    /// Tells whoever fetches the path what robots.txt's preference for it is, in aipref's
-    /// `Content-Usage` header, combined with what the origin says (the stricter wins).
+    /// Keeps HTTP/1.0 clients' bodies as HTTP/1.0 frames them (by closing the connection: they
+    /// read no chunked encoding), and tells whoever fetches the path what robots.txt's
+    /// preference for it is, in aipref's `Content-Usage` header, combined with what the origin
+    /// says (the stricter wins).
     async fn response_filter(
         &self,
         session: &mut Session,
         response: &mut ResponseHeader,
         ctx: &mut Ctx,
     ) -> Result<()> {
+        if session.req_header().version < http::Version::HTTP_11
+            && !session.as_downstream().is_http2()
+            && response.headers.contains_key(TRANSFER_ENCODING)
+        {
+            response.remove_header(&TRANSFER_ENCODING);
+            session.as_downstream_mut().set_keepalive(None);
+        }
         let Some(decision) = &ctx.decision else {
             return Ok(());
         };
@@ -475,7 +669,21 @@ impl ProxyHttp for CrawlGate {
         Ok(())
     }
 
+    /// pingora's own error line is replaced by [`log_failure`]'s, at the level of its cause.
+    fn suppress_error_log(&self, _session: &Session, _ctx: &Ctx, _error: &Error) -> bool {
+        true
+    }
+
     async fn logging(&self, session: &mut Session, error: Option<&Error>, ctx: &mut Ctx) {
+        if let Some(watched) = session.as_downstream().stream().and_then(Watched::of) {
+            watched.request_finished();
+        }
+        if let Some(error) = error {
+            log_failure(session, error, ctx.decision.as_deref());
+            if error.esource() == &ErrorSource::Downstream && error.etype() == &ReadTimedout {
+                self.shared.connections.timed_out("body");
+            }
+        }
         let Some(decision) = &ctx.decision else {
             return;
         };
@@ -516,8 +724,9 @@ impl ProxyHttp for CrawlGate {
                 ])
                 .inc();
         }
-        // Unsigned requests are the rest of crawlgate_requests_total: not counted twice.
-        if decision.is_crawler() && decision.signature != SignatureOutcome::Unsigned {
+        // Unsigned requests are the rest of crawlgate_requests_total: not counted twice. A
+        // person's signature is counted too (an invalid one leaves it a person, never refused).
+        if decision.signature != SignatureOutcome::Unsigned {
             metrics
                 .signatures
                 .with_label_values(&[site, bot, decision.signature.as_str()])
@@ -607,34 +816,6 @@ mod tests {
     }
 
     #[test]
-    fn forged_headers_are_stripped_in_every_spelling_a_backend_reads_alike() {
-        let mut request = RequestHeader::build("GET", b"/", None).unwrap();
-        for name in [
-            "X-Crawlgate-Verdict",
-            "x-crawlgate-bot",
-            "X_Crawlgate_Verdict",
-            "x_CRAWLGATE-verified",
-            "X-CrawlGate_Rule",
-            "x.crawlgate.robots-unread",
-            "X-Mine-Rule",
-            "X_MINE_Bot",
-        ] {
-            request.append_header(name.to_owned(), "forged").unwrap();
-        }
-        request.insert_header("X-Other", "kept").unwrap();
-        request.insert_header("X-Crawlgatex", "kept").unwrap();
-        request.insert_header("X-Crawl", "kept").unwrap();
-        strip_forged_headers(&mut request, "X-Mine-");
-        let mut names: Vec<&str> = request.headers.keys().map(|k| k.as_str()).collect();
-        names.sort_unstable();
-        assert_eq!(names, vec!["x-crawl", "x-crawlgatex", "x-other"]);
-        // Nothing to strip: nothing changes.
-        let before = request.headers.clone();
-        strip_forged_headers(&mut request, "X-Mine-");
-        assert_eq!(request.headers, before);
-    }
-
-    #[test]
     fn robots_txt_is_answered_with_what_is_enforced() {
         use crate::catalog::Catalog;
         use crate::proxy::config::Settings;
@@ -678,12 +859,23 @@ mod tests {
         assert_eq!(request_host(&request), Ok(Some(&b"a.test"[..])));
         request.append_header("Host", "b.test").unwrap();
         assert_eq!(request_host(&request), Err(HostProblem::Duplicate));
-        let mut absolute = RequestHeader::build("GET", b"/x", None).unwrap();
-        absolute.set_uri(http::Uri::from_static("http://a.test/x"));
+        let mut absolute = RequestHeader::build("GET", b"http://a.test/x", None).unwrap();
+        assert_eq!(target_authority(&absolute), Some(&b"a.test"[..]));
+        assert_eq!(request_host(&absolute), Err(HostProblem::Missing));
+        absolute.set_version(http::Version::HTTP_10);
         assert_eq!(request_host(&absolute), Ok(Some(&b"a.test"[..])));
         // The target's authority wins over the Host header (RFC 9112 section 3.2.2).
         absolute.append_header("Host", "b.test").unwrap();
         assert_eq!(request_host(&absolute), Ok(Some(&b"a.test"[..])));
+        // A Host that is not host[:port] is refused before any site is chosen.
+        for bad in ["a.test:abc", "a.test:80:80", "a.test:+80", "a.test:-1"] {
+            let mut request = RequestHeader::build("GET", b"/", None).unwrap();
+            request.append_header("Host", bad).unwrap();
+            assert!(
+                matches!(request_host(&request), Err(HostProblem::Invalid(_))),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

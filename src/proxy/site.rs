@@ -6,6 +6,8 @@
 //! so that no request ever sees half a reload.
 
 use super::config::{OnUnreachable, RobotsSource, SiteSettings, UpstreamAddr};
+use super::host::host_name;
+use super::tls::certs::pem_certificates;
 use super::ua_memo;
 use crate::agent::{ClassifierError, Who};
 use crate::crawlers::{Crawler, Crawlers};
@@ -274,6 +276,16 @@ impl Site {
                 })
             }
         };
+        if let Some(file) = &upstream.ca {
+            let certs = std::fs::read(file)
+                .map_err(|e| e.to_string())
+                .and_then(|pem| pem_certificates(&pem).map_err(|e| e.to_string()))
+                .map_err(|message| SiteError::Upstream {
+                    site: name.clone(),
+                    message: format!("upstream_ca {}: {message}", file.display()),
+                })?;
+            peer.options.ca = Some(Arc::new(certs.into_boxed_slice()));
+        }
         peer.options.connection_timeout = Some(CONNECT_TIMEOUT);
         peer.options.read_timeout = Some(settings.upstream_timeout);
         peer.options.write_timeout = Some(settings.upstream_timeout);
@@ -313,21 +325,15 @@ impl Sites {
         sites
     }
 
-    /// The site for a Host header value (port, case and a trailing dot ignored).
+    /// The site for a Host header value (port, case and a trailing dot ignored). A value that
+    /// is not a host ([`host_name`]) is no site's, not even the catch-all's.
     pub fn route(&self, host: Option<&[u8]>) -> Option<&Arc<Site>> {
-        let named = host.and_then(|host| {
-            let host = std::str::from_utf8(host).ok()?;
-            let without_port = match host.rsplit_once(':') {
-                Some((name, port)) if !name.ends_with(']') || host.starts_with('[') => {
-                    if port.bytes().all(|b| b.is_ascii_digit()) {
-                        name
-                    } else {
-                        host
-                    }
-                }
-                _ => host,
-            };
-            let name = without_port.trim_end_matches('.');
+        let name = match host.map(host_name) {
+            Some(Err(_)) => return None,
+            Some(Ok(name)) if !name.is_empty() => Some(name.trim_end_matches('.')),
+            _ => None,
+        };
+        let named = name.and_then(|name| {
             if self.by_host.is_empty() {
                 return None;
             }
@@ -471,6 +477,15 @@ mod tests {
             sites.route(None).map(|s| s.settings.name.as_str()),
             Some("s")
         );
+        // Not a host: no site, not even the one for any host.
+        for invalid in [
+            &b"a.example:abc"[..],
+            b"a.example:80:80",
+            b"a.example:+80",
+            b"a b",
+        ] {
+            assert_eq!(name(invalid), None);
+        }
         let only_a = Sites::new(vec![sites.all[0].clone()]);
         assert!(only_a.route(Some(b"other.example")).is_none());
     }

@@ -94,10 +94,10 @@ pub struct OriginClient {
 
 /// The origin's client cannot be built.
 #[derive(Debug, thiserror::Error)]
-#[error("site {site}: cannot build the robots.txt client: {source}")]
+#[error("site {site}: cannot build the robots.txt client: {message}")]
 pub struct ClientError {
     site: String,
-    source: reqwest::Error,
+    message: String,
 }
 
 impl OriginClient {
@@ -112,6 +112,18 @@ impl OriginClient {
             .timeout(site.robots.timeout)
             .no_proxy()
             .user_agent(concat!("crawlgate/", env!("CARGO_PKG_VERSION")));
+        if let Some(file) = &site.upstream.ca {
+            // The origin's own CAs, as the proxy's connections to it trust them.
+            let pem = std::fs::read(file).map_err(|e| ClientError {
+                site: site.name.clone(),
+                message: format!("upstream_ca {}: {e}", file.display()),
+            })?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| ClientError {
+                site: site.name.clone(),
+                message: format!("upstream_ca {}: {e}", file.display()),
+            })?;
+            builder = builder.tls_certs_only(certs);
+        }
         let url = if site.upstream.tls {
             // Connect to the resolved address while the URL (and SNI) carry the origin's name.
             if let Some(addr) = site.upstream.resolved {
@@ -122,9 +134,9 @@ impl OriginClient {
         } else {
             format!("http://{address}/robots.txt")
         };
-        let client = builder.build().map_err(|source| ClientError {
+        let client = builder.build().map_err(|e| ClientError {
             site: site.name.clone(),
-            source,
+            message: e.to_string(),
         })?;
         Ok(Some(OriginClient {
             client,

@@ -3,12 +3,13 @@
 
 use super::access_log::AccessLog;
 use super::client::TrustedProxies;
-use super::config::{PolitenessSettings, RobotsSource, Settings};
+use super::config::{ClientSettings, PolitenessSettings, RobotsSource, Settings};
+use super::connection::Registry;
 use super::metrics::Metrics;
 use super::site::{CatalogIndex, Site, SiteError, Sites, Snapshot, SourceState};
 use super::state_dir::{self, StateDir};
 use super::store::{self, StateStore};
-use super::verify::dns::{DnsError, DnsVerifier};
+use super::verify::dns::{DnsError, DnsMetrics, DnsVerifier};
 use super::verify::ranges::RangeSet;
 use super::verify::signature::directory::Trust;
 use super::verify::signature::Signatures;
@@ -29,6 +30,8 @@ pub struct Global {
     pub verifier: Verifier,
     /// What a spoofed crawler gets.
     pub on_spoofed: Action,
+    /// Client timeouts (the connection limits are the connection guard's).
+    pub clients: ClientSettings,
 }
 
 impl Global {
@@ -70,8 +73,8 @@ impl Global {
         let dns = if reverse_dns.is_empty() {
             None
         } else {
-            let lookups = metrics.dns_lookups.clone();
-            match DnsVerifier::new(verification.dns.clone(), lookups, store.clone()) {
+            let dns_metrics = DnsMetrics::of(metrics);
+            match DnsVerifier::new(verification.dns.clone(), dns_metrics, store.clone()) {
                 Ok(dns) => Some(dns),
                 Err(e) if configured => return Err(e),
                 // The catalog's domains are a default: without a resolver they wait.
@@ -85,6 +88,7 @@ impl Global {
             trusted: settings.trusted_proxies.clone(),
             verifier: Verifier::new(ranges, reverse_dns, dns),
             on_spoofed: verification.on_spoofed,
+            clients: settings.clients,
         })
     }
 }
@@ -173,6 +177,8 @@ pub struct Shared {
     /// Web Bot Auth: the directories believed (replaced on a reload), their keys and the
     /// nonces seen (kept across reloads).
     pub signatures: Arc<Signatures>,
+    /// Client connections, their limits and the requests in flight.
+    pub connections: Arc<Registry>,
 }
 
 /// Startup failed.
@@ -242,6 +248,7 @@ impl Shared {
         let global = Global::new(settings, &catalog.catalog, &metrics, &store)?;
         let trust = Trust::new(&settings.verification.signatures, &catalog.catalog);
         let signatures = Arc::new(Signatures::new(trust, settings.state_dir.clone()));
+        let metrics_for_connections = metrics.clone();
         let shared = Shared {
             sites: ArcSwap::from_pointee(Sites::new(sites)),
             catalog: ArcSwap::from_pointee(catalog),
@@ -252,6 +259,7 @@ impl Shared {
             politeness_settings: settings.politeness,
             state_dir,
             signatures,
+            connections: Arc::new(Registry::new(&settings.clients, &metrics_for_connections)),
         };
         for site in &shared.sites.load().all {
             shared.publish(&site.settings.name, &site.snapshot.load());
@@ -307,6 +315,7 @@ impl Shared {
             ("crawl_delay", entries.crawl_delay),
             ("robots_fetch", entries.robots_fetch),
             ("dns", entries.dns),
+            ("signature_uses", entries.signature_uses),
         ] {
             tracked
                 .with_label_values(&[kind])
@@ -314,44 +323,89 @@ impl Shared {
         }
     }
 
-    /// How the process is: failing (a site enforces no robots.txt it actually has: `/healthz`
-    /// answers 503) or degraded (the shared state store does not answer: still 200, since every
-    /// request is answered from this instance's memory).
+    /// How the process is: stopping, or serving with what works less well than configured
+    /// (a site that enforces a stand-in for a robots.txt it cannot fetch, a shared store that
+    /// does not answer), and each site's own readiness.
     pub fn health(&self) -> Health {
-        Health {
-            failing: self.failing(),
-            degraded: self.store.health().err().into_iter().collect(),
-        }
-    }
-
-    /// Why sites enforce a stand-in, per site.
-    fn failing(&self) -> Vec<String> {
-        self.sites
+        let sites = self
+            .sites
             .load()
             .all
             .iter()
-            .filter_map(|site| {
-                let snapshot = site.snapshot.load();
-                match snapshot.state {
-                    SourceState::Loaded | SourceState::Unavailable => None,
-                    SourceState::Unreachable | SourceState::Pending => Some(format!(
-                        "site {}: {}",
-                        site.settings.name,
-                        snapshot.stand_in_reason().unwrap_or("no robots.txt")
-                    )),
-                }
+            .map(|site| SiteHealth {
+                name: site.settings.name.clone(),
+                hosts: site.settings.hosts.clone(),
+                problem: site_problem(site),
             })
-            .collect()
+            .collect();
+        Health {
+            stopping: self.connections.draining(),
+            sites,
+            degraded: self.store.health().err().into_iter().collect(),
+        }
     }
+}
+
+/// Why a site enforces a stand-in, if it does.
+fn site_problem(site: &Site) -> Option<String> {
+    let snapshot = site.snapshot.load();
+    match snapshot.state {
+        SourceState::Loaded | SourceState::Unavailable => None,
+        SourceState::Unreachable | SourceState::Pending => Some(
+            snapshot
+                .stand_in_reason()
+                .unwrap_or("no robots.txt")
+                .to_owned(),
+        ),
+    }
+}
+
+/// One site's readiness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteHealth {
+    /// The site's name.
+    pub name: String,
+    /// Its hosts (none: any host).
+    pub hosts: Vec<String>,
+    /// Why it is not ready: it enforces a stand-in for a robots.txt it cannot fetch.
+    pub problem: Option<String>,
 }
 
 /// The health `/healthz` reports.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Health {
-    /// Why the process is not doing its job (answered 503).
-    pub failing: Vec<String>,
-    /// What works less well than configured (answered 200, `degraded`).
+    /// The process is stopping (SIGTERM): load balancers must send it nothing new.
+    pub stopping: bool,
+    /// Each site's readiness.
+    pub sites: Vec<SiteHealth>,
+    /// What works less well than configured, process-wide.
     pub degraded: Vec<String>,
+}
+
+impl Health {
+    /// Every reason the process works less well than configured, one line each.
+    pub fn degraded_lines(&self) -> Vec<String> {
+        self.sites
+            .iter()
+            .filter_map(|site| {
+                let problem = site.problem.as_ref()?;
+                Some(format!("site {}: {problem}", site.name))
+            })
+            .chain(self.degraded.iter().cloned())
+            .collect()
+    }
+
+    /// The site with this name, or the one that serves this host.
+    pub fn site(&self, name: Option<&str>, host: Option<&str>) -> Option<&SiteHealth> {
+        if let Some(name) = name {
+            return self.sites.iter().find(|s| s.name == name);
+        }
+        let host = host?.trim_end_matches('.').to_ascii_lowercase();
+        self.sites
+            .iter()
+            .find(|s| s.hosts.contains(&host))
+            .or_else(|| self.sites.iter().find(|s| s.hosts.is_empty()))
+    }
 }
 
 #[cfg(test)]

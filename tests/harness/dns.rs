@@ -1,6 +1,6 @@
 //! A small authoritative DNS server on loopback (UDP), for reverse-DNS verification: PTR and
 //! A/AAAA records from a table, NXDOMAIN for the rest, a delay for chosen names, and a count of
-//! the questions it was asked.
+//! the questions it was asked; or a black hole that reads every question and answers none.
 
 use hickory_proto::op::{Message, MessageType, OpCode, ResponseCode};
 use hickory_proto::rr::rdata::{A, AAAA, PTR};
@@ -50,6 +50,35 @@ impl DnsServer {
                     std::thread::sleep(delay);
                     let _ = socket.send_to(&bytes, from);
                 });
+            }
+        });
+        DnsServer {
+            addr,
+            questions,
+            stop,
+        }
+    }
+
+    /// A name server that never answers, as a resolver behind a black hole does: it reads every
+    /// query (so that the count of questions is known) and drops it.
+    pub fn blackhole() -> DnsServer {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        let addr = socket.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let questions = Arc::new(AtomicU64::new(0));
+        let (stopped, asked) = (stop.clone(), questions.clone());
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while !stopped.load(Ordering::Relaxed) {
+                let Ok((len, _)) = socket.recv_from(&mut buffer) else {
+                    continue;
+                };
+                if let Ok(query) = Message::from_vec(&buffer[..len]) {
+                    asked.fetch_add(query.queries.len() as u64, Ordering::Relaxed);
+                }
             }
         });
         DnsServer {

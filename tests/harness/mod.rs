@@ -3,6 +3,9 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod dns;
+pub mod nginx;
+pub mod raw_origin;
+pub mod signer;
 mod wire;
 pub use wire::*;
 

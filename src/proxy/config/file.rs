@@ -48,6 +48,33 @@ pub struct ConfigFile {
     /// Where crawler state is kept: absent, this process's memory; `{redis: URL}`, a store every
     /// instance of a fleet shares.
     pub state: Option<StateFile>,
+    /// How long clients may take, and how many connections they may hold.
+    #[serde(default)]
+    pub clients: ClientsFile,
+}
+
+/// `clients:` as written: the timeouts and connection limits that keep one client from holding
+/// what people need.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientsFile {
+    /// How long a request header may take to arrive, in all (default 60s, nginx's
+    /// `client_header_timeout`).
+    pub header_timeout: Option<HumanDuration>,
+    /// How long a client may stay silent while sending a body (default 60s, nginx's
+    /// `client_body_timeout`).
+    pub body_timeout: Option<HumanDuration>,
+    /// How long a keep-alive connection may wait for its next request (default 75s, nginx's
+    /// `keepalive_timeout`).
+    pub idle_timeout: Option<HumanDuration>,
+    /// How long a client may take to read what it is sent, between two writes (default 60s,
+    /// nginx's `send_timeout`).
+    pub send_timeout: Option<HumanDuration>,
+    /// Client connections at most, in all (default: from the descriptor limit, half of it less
+    /// a reserve, since each request may need an origin connection too).
+    pub max_connections: Option<Bounded<1, 10_000_000>>,
+    /// Client connections at most from one address (an IPv6 /64 counts as one; default 1024).
+    pub max_connections_per_address: Option<Bounded<1, 10_000_000>>,
 }
 
 /// `state:` as written.
@@ -211,8 +238,20 @@ pub struct SignaturesFile {
     pub max_keys: Option<Bounded<1, 1000>>,
     /// How far in the future `created` may be (default 60s).
     pub clock_skew: Option<HumanDuration>,
-    /// Nonces remembered (default 100000).
+    /// Signature uses of listed directories remembered (default 100000).
     pub nonces: Option<Entries>,
+    /// Signature uses of unlisted directories remembered, apart (default 10000).
+    pub unlisted_nonces: Option<Entries>,
+    /// The most bytes of each of `Signature-Input`, `Signature`, `Signature-Agent` (default
+    /// 4096).
+    pub max_header_bytes: Option<Bounded<256, 65_536>>,
+    /// The most labels of each of them (default 8).
+    pub max_labels: Option<Bounded<1, 64>>,
+    /// The most bytes of a nonce (default 256).
+    pub max_nonce_bytes: Option<Bounded<16, 4096>>,
+    /// Directory fetches running at once, for listed and, apart, unlisted directories
+    /// (default 4).
+    pub max_fetches: Option<Bounded<1, 64>>,
 }
 
 /// One of `verification.signatures.directories:` as written.
@@ -243,6 +282,10 @@ pub struct DnsFile {
     pub positive_ttl: Option<HumanDuration>,
     /// How long a spoofed address is remembered (default 10m).
     pub negative_ttl: Option<HumanDuration>,
+    /// The most lookups running at once (default 256).
+    pub max_lookups: Option<Bounded<1, 65_536>>,
+    /// The most lookups running at once for one client network (default 4).
+    pub max_lookups_per_client: Option<Bounded<1, 1024>>,
 }
 
 /// `politeness:` as written.
@@ -488,6 +531,13 @@ pub struct SiteFile {
     /// What robots.txt's content-use preferences do: nothing by default.
     #[serde(default)]
     pub content_usage: ContentUsage,
+    /// Which forwarding headers tell the origin who the visitor is (default: nginx's common
+    /// `X-Forwarded-For`, `X-Forwarded-Proto`, `X-Forwarded-Host`).
+    #[serde(default)]
+    pub forwarding: crate::proxy::forwarding::ForwardingSettings,
+    /// PEM CA certificates a TLS origin's certificate is checked against, instead of the
+    /// system's.
+    pub upstream_ca: Option<PathBuf>,
 }
 
 /// `content_usage:` of a site: what its robots.txt's `Content-Usage` and `Content-Signal` lines
@@ -601,6 +651,9 @@ pub struct PingoraFile {
     pub upstream_keepalive_pool_size: Option<Bounded<0, 1_000_000>>,
     /// Accept tasks per listening socket (default 1).
     pub listener_tasks_per_fd: Option<Bounded<1, 1024>>,
-    /// Bytes of read buffer per client connection (default 16384; pingora's own is 65536).
-    pub read_buffer_bytes: Option<Bounded<1024, { 16 << 20 }>>,
+    /// Bytes of read buffer per plain-HTTP client connection (default 0: pingora's HTTP layer
+    /// reads into buffers of its own; pingora's default is 65536).
+    pub read_buffer_bytes: Option<Bounded<0, { 16 << 20 }>>,
+    /// Bytes of read buffer per TLS client connection, under OpenSSL (default 16384).
+    pub tls_read_buffer_bytes: Option<Bounded<0, { 16 << 20 }>>,
 }

@@ -82,6 +82,8 @@ pub struct Upstream {
     pub tls: bool,
     /// SNI and certificate name for TLS; the Host for robots.txt fetches.
     pub sni: String,
+    /// PEM CA certificates trusted for a TLS origin instead of the system's (read and checked).
+    pub ca: Option<PathBuf>,
 }
 
 /// One site, validated.
@@ -114,6 +116,8 @@ pub struct SiteSettings {
     pub upstream_timeout: Duration,
     /// Whether robots.txt's content-use preferences are enforced and announced.
     pub content_usage: ContentUsage,
+    /// Which forwarding headers the origin gets.
+    pub forwarding: crate::proxy::forwarding::ForwardingSettings,
 }
 
 impl SiteSettings {
@@ -140,13 +144,21 @@ pub struct PingoraSettings {
     pub upstream_keepalive_pool_size: usize,
     /// Accept tasks per listening socket.
     pub listener_tasks_per_fd: usize,
-    /// Bytes of read buffer per client connection.
+    /// Bytes of read buffer per plain-HTTP client connection.
     pub read_buffer_bytes: usize,
+    /// Bytes of read buffer per TLS client connection.
+    pub tls_read_buffer_bytes: usize,
 }
 
-/// The read buffer of a client connection: one TLS record, and room for any ordinary request
-/// header, at a quarter of pingora's default memory per idle connection.
-pub const DEFAULT_READ_BUFFER_BYTES: usize = 16 * 1024;
+/// The read buffer of a plain-HTTP client connection: none. pingora's HTTP layer reads a header
+/// into a buffer of its own and a body straight into its chunks, so a buffer below it only
+/// copies; without one an idle keep-alive connection costs a fraction of the memory
+/// (`benches/load/connections.sh`, README "Memory per connection").
+pub const DEFAULT_READ_BUFFER_BYTES: usize = 0;
+
+/// The read buffer of a TLS client connection: one TLS record, so that OpenSSL reads a record
+/// in one system call rather than its header and its body apart.
+pub const DEFAULT_TLS_READ_BUFFER_BYTES: usize = 16 * 1024;
 
 /// Everything the proxy runs on, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,7 +189,44 @@ pub struct Settings {
     pub politeness: PolitenessSettings,
     /// The shared state store (`None`: this process's memory).
     pub state: Option<StateSettings>,
+    /// Client timeouts and connection limits.
+    pub clients: ClientSettings,
 }
+
+/// Client timeouts and connection limits, validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientSettings {
+    /// A request header must arrive within this, from its first byte (from the connection's
+    /// start for the first request).
+    pub header_timeout: Duration,
+    /// The longest silence while a client sends a body.
+    pub body_timeout: Duration,
+    /// The longest wait of a keep-alive connection for its next request.
+    pub idle_timeout: Duration,
+    /// The longest wait for a client to take what it is sent.
+    pub send_timeout: Duration,
+    /// Client connections at most (`None`: from the descriptor limit at start).
+    pub max_connections: Option<usize>,
+    /// Client connections at most per address (per /64 for IPv6).
+    pub max_connections_per_address: usize,
+}
+
+impl Default for ClientSettings {
+    fn default() -> Self {
+        ClientSettings {
+            header_timeout: Duration::from_secs(60),
+            body_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(75),
+            send_timeout: Duration::from_secs(60),
+            max_connections: None,
+            max_connections_per_address: DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+        }
+    }
+}
+
+/// Connections per client address: far above what a browser opens (six per host), room for a
+/// large office or carrier NAT, far below a descriptor limit.
+pub const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS: usize = 1024;
 
 /// A shared state store, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -198,7 +198,33 @@ impl Validator<'_> {
                 ));
             }
         }
+        let clients = &file.clients;
+        let defaults = ClientSettings::default();
+        let timeout =
+            |value: Option<HumanDuration>, default: Duration, key: &str| match value.map(|d| d.0) {
+                Some(d) if d < Duration::from_secs(1) => Err(self.error(
+                    Some((key, 0)),
+                    format!("clients.{key}: at least 1s (nginx's default is 60s)"),
+                )),
+                Some(d) => Ok(d),
+                None => Ok(default),
+            };
+        let clients = ClientSettings {
+            header_timeout: timeout(
+                clients.header_timeout,
+                defaults.header_timeout,
+                "header_timeout",
+            )?,
+            body_timeout: timeout(clients.body_timeout, defaults.body_timeout, "body_timeout")?,
+            idle_timeout: timeout(clients.idle_timeout, defaults.idle_timeout, "idle_timeout")?,
+            send_timeout: timeout(clients.send_timeout, defaults.send_timeout, "send_timeout")?,
+            max_connections: clients.max_connections.map(Bounded::get),
+            max_connections_per_address: clients
+                .max_connections_per_address
+                .map_or(defaults.max_connections_per_address, Bounded::get),
+        };
         Ok(Settings {
+            clients,
             trusted_proxies,
             state_dir,
             verification,
@@ -224,6 +250,9 @@ impl Validator<'_> {
                 read_buffer_bytes: pingora
                     .read_buffer_bytes
                     .map_or(DEFAULT_READ_BUFFER_BYTES, Bounded::get),
+                tls_read_buffer_bytes: pingora
+                    .tls_read_buffer_bytes
+                    .map_or(DEFAULT_TLS_READ_BUFFER_BYTES, Bounded::get),
             },
         })
     }
@@ -336,6 +365,14 @@ impl Validator<'_> {
             error_ttl: defaults.error_ttl,
             cache_size: file.dns.cache_size.map_or(defaults.cache_size, |n| n.0),
             server: file.dns.server.map(|a| a.0),
+            max_lookups: file
+                .dns
+                .max_lookups
+                .map_or(defaults.max_lookups, |n| n.get()),
+            max_lookups_per_client: file
+                .dns
+                .max_lookups_per_client
+                .map_or(defaults.max_lookups_per_client, |n| n.get()),
         };
         for (token, domains) in &file.reverse_dns {
             // An empty list is allowed: it turns the catalog's domains off for that crawler.
@@ -415,6 +452,19 @@ impl Validator<'_> {
             max_keys: file.max_keys.map_or(defaults.max_keys, |n| n.get()),
             skew: file.clock_skew.map_or(defaults.skew, |d| d.0),
             nonces: file.nonces.map_or(defaults.nonces, |n| n.0),
+            unlisted_nonces: file
+                .unlisted_nonces
+                .map_or(defaults.unlisted_nonces, |n| n.0),
+            limits: crate::proxy::verify::signature::limits::Limits {
+                header_bytes: file
+                    .max_header_bytes
+                    .map_or(defaults.limits.header_bytes, |n| n.get()),
+                labels: file.max_labels.map_or(defaults.limits.labels, |n| n.get()),
+                nonce_bytes: file
+                    .max_nonce_bytes
+                    .map_or(defaults.limits.nonce_bytes, |n| n.get()),
+            },
+            max_fetches: file.max_fetches.map_or(defaults.max_fetches, |n| n.get()),
         })
     }
 
@@ -493,6 +543,7 @@ impl Validator<'_> {
                 .upstream_timeout
                 .map_or(DEFAULT_UPSTREAM_TIMEOUT, |d| d.0),
             content_usage: site.content_usage,
+            forwarding: site.forwarding,
         })
     }
 
@@ -509,12 +560,14 @@ impl Validator<'_> {
                 ))
             }
         };
+        let ca = self.upstream_ca(i, site)?;
         if !self.resolve {
             return Ok(Upstream {
                 addr: UpstreamAddr::Tcp(site.upstream.clone()),
                 resolved: site.upstream.parse().ok(),
                 tls: site.tls,
                 sni: site.sni.clone().unwrap_or_else(|| host.to_owned()),
+                ca,
             });
         }
         let resolved = site
@@ -537,7 +590,47 @@ impl Validator<'_> {
             resolved: Some(resolved),
             tls: site.tls,
             sni: site.sni.clone().unwrap_or_else(|| host.to_owned()),
+            ca,
         })
+    }
+
+    /// A TLS origin's CA file: readable, with at least one PEM certificate.
+    fn upstream_ca(&self, i: usize, site: &SiteFile) -> Result<Option<PathBuf>, ConfigError> {
+        let Some(file) = &site.upstream_ca else {
+            return Ok(None);
+        };
+        if !site.tls {
+            return Err(self.site_error(
+                i,
+                "upstream_ca:",
+                format!("sites[{i}].upstream_ca: the origin does not speak TLS: add `tls: true`, or remove upstream_ca"),
+            ));
+        }
+        let path = self.path(file);
+        let certs = std::fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|pem| {
+                crate::proxy::tls::certs::pem_certificates(&pem).map_err(|e| e.to_string())
+            });
+        match certs {
+            Ok(certs) if !certs.is_empty() => Ok(Some(path)),
+            Ok(_) => Err(self.site_error(
+                i,
+                "upstream_ca:",
+                format!(
+                    "sites[{i}].upstream_ca: `{}` holds no PEM certificate",
+                    path.display()
+                ),
+            )),
+            Err(e) => Err(self.site_error(
+                i,
+                "upstream_ca:",
+                format!(
+                    "sites[{i}].upstream_ca: cannot read `{}`: {e}",
+                    path.display()
+                ),
+            )),
+        }
     }
 
     fn robots(&self, i: usize, site: &SiteFile) -> Result<RobotsSettings, ConfigError> {
@@ -730,7 +823,7 @@ mod tests {
         for pingora in [
             "threads: 0",
             "threads: 100000",
-            "read_buffer_bytes: 10",
+            "read_buffer_bytes: 99999999",
             "grace_period_seconds: 1e30",
         ] {
             let text = format!("{MINIMAL}pingora:\n  {pingora}\n");
@@ -1077,5 +1170,64 @@ mod tests {
         let error = parse(&bad).unwrap_err();
         assert!(error.message.contains("ai-training"), "{error}");
         assert_eq!(error.line, Some(5));
+    }
+
+    #[test]
+    fn reverse_dns_lookups_are_bounded_within_ranges() {
+        let defaults = parse(MINIMAL).unwrap().verification.dns;
+        assert_eq!(
+            (defaults.max_lookups, defaults.max_lookups_per_client),
+            (256, 4)
+        );
+        let text = format!(
+            "{MINIMAL}verification:\n  dns:\n    max_lookups: 64\n    max_lookups_per_client: 2\n"
+        );
+        let dns = parse(&text).unwrap().verification.dns;
+        assert_eq!((dns.max_lookups, dns.max_lookups_per_client), (64, 2));
+        let error = parse(&text.replace("max_lookups: 64", "max_lookups: 0")).unwrap_err();
+        assert!(error.message.contains("1 to 65536"), "{error}");
+        assert_eq!(error.line, Some(9), "{error}");
+        let error = parse(&text.replace("client: 2", "client: 5000")).unwrap_err();
+        assert!(error.message.contains("1 to 1024"), "{error}");
+    }
+
+    #[test]
+    fn signature_limits_have_defaults_and_ranges() {
+        let defaults = parse(MINIMAL).unwrap().verification.signatures;
+        assert_eq!(
+            (
+                defaults.limits.header_bytes,
+                defaults.limits.labels,
+                defaults.limits.nonce_bytes
+            ),
+            (4096, 8, 256)
+        );
+        assert_eq!(
+            (defaults.unlisted_nonces, defaults.max_fetches),
+            (10_000, 4)
+        );
+        let text = format!(
+            "{MINIMAL}verification:\n  signatures:\n    max_header_bytes: 1024\n    max_labels: 2\n    max_nonce_bytes: 64\n    unlisted_nonces: 50\n    max_fetches: 8\n"
+        );
+        let s = parse(&text).unwrap().verification.signatures;
+        assert_eq!(
+            (s.limits.header_bytes, s.limits.labels, s.limits.nonce_bytes),
+            (1024, 2, 64)
+        );
+        assert_eq!((s.unlisted_nonces, s.max_fetches), (50, 8));
+        for (from, to, range) in [
+            (
+                "max_header_bytes: 1024",
+                "max_header_bytes: 100",
+                "256 to 65536",
+            ),
+            ("max_labels: 2", "max_labels: 65", "1 to 64"),
+            ("max_nonce_bytes: 64", "max_nonce_bytes: 5000", "16 to 4096"),
+            ("max_fetches: 8", "max_fetches: 0", "1 to 64"),
+        ] {
+            let error = parse(&text.replace(from, to)).unwrap_err();
+            assert!(error.message.contains(range), "{to}: {error}");
+            assert!(error.line.is_some(), "{error}");
+        }
     }
 }

@@ -4,6 +4,7 @@
 use super::{DnsKey, Entries, MemoryLimits, StateStore};
 use crate::proxy::politeness::{slot, Pace, PaceQuery, Subject, Visit};
 use crate::proxy::verify::dns::DnsOutcome;
+use crate::proxy::verify::signature::reuse::{Digest, Partition, SignatureUse};
 use async_trait::async_trait;
 use moka::sync::Cache;
 use moka::Expiry;
@@ -55,11 +56,48 @@ impl Expiry<DnsKey, (DnsOutcome, Duration)> for ForItsTtl {
     }
 }
 
-/// Crawl-delay slots, robots.txt fetches and DNS outcomes in this process's memory.
+/// A signature use remembered: who first used it (none for a nonce: it is used once) and until
+/// when it matters.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    holder: Option<Digest>,
+    until: Instant,
+}
+
+/// A signature use lives until the signature expires: then it no longer verifies.
+struct UntilItExpires;
+
+impl Expiry<Digest, Held> for UntilItExpires {
+    fn expire_after_create(&self, _: &Digest, held: &Held, now: Instant) -> Option<Duration> {
+        Some(held.until.saturating_duration_since(now))
+    }
+}
+
+/// When a use's `until` (seconds since the epoch) comes, by this process's monotonic clock; at
+/// least a second from now, so that a use is never forgotten before it is checked again.
+fn instant_of(until: i64) -> Instant {
+    let now_unix = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let left = u64::try_from(until.saturating_sub(now_unix))
+        .unwrap_or(0)
+        .max(1);
+    // A year at most: `until` comes from a request (bounded by the validity checks already).
+    let now = Instant::now();
+    now.checked_add(Duration::from_secs(left.min(365 * 24 * 3600)))
+        .unwrap_or(now)
+}
+
+/// Crawl-delay slots, robots.txt fetches, DNS outcomes and signature uses in this process's
+/// memory.
 pub struct MemoryStore {
     next_allowed: Cache<Key, Instant>,
     robots_fetched: Cache<Key, SystemTime>,
     dns: Cache<DnsKey, (DnsOutcome, Duration)>,
+    /// Signature uses of listed directories.
+    listed_uses: Cache<Digest, Held>,
+    /// Signature uses of unlisted directories, apart: they can never push a listed one out.
+    unlisted_uses: Cache<Digest, Held>,
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -68,6 +106,8 @@ impl std::fmt::Debug for MemoryStore {
             .field("crawl_delay_entries", &self.next_allowed.entry_count())
             .field("robots_fetch_entries", &self.robots_fetched.entry_count())
             .field("dns_entries", &self.dns.entry_count())
+            .field("signature_uses", &self.listed_uses.entry_count())
+            .field("unlisted_signature_uses", &self.unlisted_uses.entry_count())
             .finish()
     }
 }
@@ -88,7 +128,54 @@ impl MemoryStore {
                 .max_capacity(limits.dns_entries)
                 .expire_after(ForItsTtl)
                 .build(),
+            listed_uses: Cache::builder()
+                .max_capacity(limits.signature_uses)
+                .expire_after(UntilItExpires)
+                .build(),
+            unlisted_uses: Cache::builder()
+                .max_capacity(limits.unlisted_signature_uses)
+                .expire_after(UntilItExpires)
+                .build(),
         }
+    }
+
+    fn uses(&self, partition: Partition) -> &Cache<Digest, Held> {
+        match partition {
+            Partition::Listed => &self.listed_uses,
+            Partition::Unlisted => &self.unlisted_uses,
+        }
+    }
+
+    /// The synchronous form of [`StateStore::use_signature`]: remembers a first use, and
+    /// answers whether this use may be accepted.
+    pub fn use_signature_now(&self, signature: &SignatureUse, holder: &Digest) -> bool {
+        let mine = (!signature.nonce).then_some(*holder);
+        let entry = self
+            .uses(signature.partition)
+            .entry(signature.key)
+            .or_insert_with(|| Held {
+                holder: mine,
+                until: instant_of(signature.until),
+            });
+        entry.is_fresh() || (mine.is_some() && entry.value().holder == mine)
+    }
+
+    /// What this memory knows of a use, without remembering it: `Some(true)` when the same
+    /// holder used it before, `Some(false)` when it would be a replay, `None` when unseen.
+    pub fn recall_signature(&self, signature: &SignatureUse, holder: &Digest) -> Option<bool> {
+        let held = self.uses(signature.partition).get(&signature.key)?;
+        Some(!signature.nonce && held.holder == Some(*holder))
+    }
+
+    /// Remembers a use the shared store accepted for `holder`.
+    pub fn keep_signature(&self, signature: &SignatureUse, holder: &Digest) {
+        self.uses(signature.partition).insert(
+            signature.key,
+            Held {
+                holder: (!signature.nonce).then_some(*holder),
+                until: instant_of(signature.until),
+            },
+        );
     }
 
     /// Checks a request against a crawl-delay, and when `record`, counts it ([`slot`]).
@@ -183,14 +270,21 @@ impl StateStore for MemoryStore {
         self.keep_dns(key, outcome, ttl);
     }
 
+    async fn use_signature(&self, signature: &SignatureUse, holder: &Digest) -> bool {
+        self.use_signature_now(signature, holder)
+    }
+
     fn entries(&self) -> Entries {
         self.next_allowed.run_pending_tasks();
         self.robots_fetched.run_pending_tasks();
         self.dns.run_pending_tasks();
+        self.listed_uses.run_pending_tasks();
+        self.unlisted_uses.run_pending_tasks();
         Entries {
             crawl_delay: self.next_allowed.entry_count(),
             robots_fetch: self.robots_fetched.entry_count(),
             dns: self.dns.entry_count(),
+            signature_uses: self.listed_uses.entry_count() + self.unlisted_uses.entry_count(),
         }
     }
 
@@ -202,6 +296,7 @@ impl StateStore for MemoryStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proxy::verify::signature::reuse::holder;
     use std::net::IpAddr;
 
     fn site() -> Arc<str> {
@@ -213,6 +308,8 @@ mod tests {
             max_tracked: max,
             remember_fetches: Duration::from_secs(60),
             dns_entries: max,
+            signature_uses: max,
+            unlisted_signature_uses: max,
         })
     }
 
@@ -318,5 +415,55 @@ mod tests {
         assert!(entries.crawl_delay <= 50, "{entries:?}");
         assert!(entries.robots_fetch <= 50, "{entries:?}");
         assert!(entries.dns <= 50, "{entries:?}");
+    }
+
+    #[test]
+    fn a_signature_is_accepted_once_per_holder_and_a_nonce_once() {
+        let p = store(100);
+        let until = i64::MAX;
+        let ip = |t: &str| t.parse::<IpAddr>().unwrap();
+        let real = holder(ip("198.51.100.7"), "site", b"ChatGPT-User");
+        let forger = holder(ip("203.0.113.66"), "site", b"ChatGPT-User");
+        let bare = SignatureUse::without_nonce(b"sig", Partition::Listed, until);
+        assert_eq!(p.recall_signature(&bare, &real), None);
+        assert!(p.use_signature_now(&bare, &real));
+        assert!(
+            p.use_signature_now(&bare, &real),
+            "its holder may use it again"
+        );
+        assert!(
+            !p.use_signature_now(&bare, &forger),
+            "anyone else replays it"
+        );
+        assert_eq!(p.recall_signature(&bare, &forger), Some(false));
+        assert_eq!(p.recall_signature(&bare, &real), Some(true));
+        let once = SignatureUse::with_nonce("https://a.example", "n1", Partition::Listed, until);
+        assert!(p.use_signature_now(&once, &real));
+        assert!(!p.use_signature_now(&once, &real), "a nonce is used once");
+        assert_eq!(p.recall_signature(&once, &real), Some(false));
+    }
+
+    #[test]
+    fn unlisted_uses_never_push_listed_ones_out() {
+        let p = store(10);
+        let real = holder("198.51.100.7".parse().unwrap(), "site", b"UA");
+        let listed =
+            SignatureUse::with_nonce("https://chatgpt.com", "n", Partition::Listed, i64::MAX);
+        assert!(p.use_signature_now(&listed, &real));
+        for i in 0..1000 {
+            let own = SignatureUse::with_nonce(
+                "https://attacker.example",
+                &format!("n{i}"),
+                Partition::Unlisted,
+                i64::MAX,
+            );
+            p.use_signature_now(&own, &real);
+        }
+        let entries = p.entries();
+        assert!(entries.signature_uses <= 11, "{entries:?}");
+        assert!(
+            !p.use_signature_now(&listed, &real),
+            "still remembered: a replay"
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! The state store: what crawlgate remembers about crawlers between requests — crawl-delay
-//! slots and robots.txt fetches ([`super::politeness`]), and reverse-DNS outcomes
-//! ([`super::verify::dns`]) — behind one trait, [`StateStore`], with two implementations:
+//! slots and robots.txt fetches ([`super::politeness`]), reverse-DNS outcomes
+//! ([`super::verify::dns`]) and the signatures used ([`super::verify::signature::reuse`]) —
+//! behind one trait, [`StateStore`], with two implementations:
 //!
 //! - [`memory::MemoryStore`] (no `state:` key): bounded caches in this process, as a single
 //!   instance needs;
@@ -20,6 +21,7 @@ pub mod redis;
 
 use super::politeness::{PaceQuery, Subject, Visit};
 use super::verify::dns::DnsOutcome;
+use super::verify::signature::reuse::{Digest, SignatureUse};
 use async_trait::async_trait;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -37,6 +39,8 @@ pub struct Entries {
     pub robots_fetch: u64,
     /// Reverse-DNS outcomes.
     pub dns: u64,
+    /// Signature uses (nonces, and nonce-less signatures with their holders).
+    pub signature_uses: u64,
 }
 
 /// Crawl-delay slots, robots.txt fetches and reverse-DNS outcomes, wherever they are kept.
@@ -68,6 +72,13 @@ pub trait StateStore: Send + Sync + std::fmt::Debug {
     /// Remembers an outcome for `ttl`, for every instance.
     async fn remember_dns(&self, key: &DnsKey, outcome: &DnsOutcome, ttl: Duration);
 
+    /// Whether a valid signature may be accepted for `holder` (the client, site and
+    /// User-Agent, [`super::verify::signature::reuse::holder`]): its first use, or a nonce-less
+    /// signature used again by the holder that first used it. Remembers the use. A shared
+    /// store answers for every instance, listed directories only; when it cannot answer within
+    /// the budget, the instance's own memory does.
+    async fn use_signature(&self, signature: &SignatureUse, holder: &Digest) -> bool;
+
     /// How many entries this instance's memory holds.
     fn entries(&self) -> Entries;
 
@@ -85,11 +96,17 @@ pub struct MemoryLimits {
     pub remember_fetches: Duration,
     /// Reverse-DNS outcomes remembered.
     pub dns_entries: u64,
+    /// Signature uses of listed directories remembered (`verification.signatures.nonces`).
+    pub signature_uses: u64,
+    /// Signature uses of unlisted directories remembered, apart
+    /// (`verification.signatures.unlisted_nonces`).
+    pub unlisted_signature_uses: u64,
 }
 
 /// The store the settings name: Redis or Valkey with `state: {redis: URL}`, else this
-/// process's memory. Politeness and reverse-DNS memory are bounded by `politeness.max_tracked`
-/// and `verification.dns.cache_size`; read once at start, like the store itself.
+/// process's memory. Politeness, reverse-DNS and signature memory are bounded by
+/// `politeness.max_tracked`, `verification.dns.cache_size` and `verification.signatures.nonces`
+/// (and `unlisted_nonces`); read once at start, like the store itself.
 pub fn open(
     settings: &crate::proxy::config::Settings,
     metrics: &crate::proxy::metrics::Metrics,
@@ -99,6 +116,8 @@ pub fn open(
         max_tracked: politeness.max_tracked,
         remember_fetches: politeness.robots_read_window.max(politeness.grace),
         dns_entries: settings.verification.dns.cache_size,
+        signature_uses: settings.verification.signatures.nonces,
+        unlisted_signature_uses: settings.verification.signatures.unlisted_nonces,
     };
     let Some(state) = &settings.state else {
         return Ok(Arc::new(memory::MemoryStore::new(limits)));

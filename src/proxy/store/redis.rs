@@ -12,7 +12,9 @@
 //! Keys (see the README for their sizes and lifetimes): `crawlgate:SITE:delay:SUBJECT` (the
 //! next allowed time, expiring then), `crawlgate:SITE:fetch:SUBJECT` (the last robots.txt fetch,
 //! expiring after the longer of the read window and grace) and `crawlgate:dns:TOKEN:ADDRESS`
-//! (an outcome, expiring after its TTL). A subject is `bot:TOKEN` (a verified crawler),
+//! (an outcome, expiring after its TTL), and `crawlgate:sig:DIGEST` (a listed directory's
+//! signature used: its holder's digest, or empty for a nonce, expiring with the signature).
+//! A subject is `bot:TOKEN` (a verified crawler),
 //! `claim:TOKEN:ADDRESS` (an unverified claim) or `ip:ADDRESS`. Site names and tokens hold no
 //! `:`, so no two subjects share a key.
 
@@ -20,6 +22,7 @@ use super::memory::MemoryStore;
 use super::{DnsKey, Entries, MemoryLimits, StateStore};
 use crate::proxy::politeness::{Pace, PaceQuery, Subject, Visit};
 use crate::proxy::verify::dns::DnsOutcome;
+use crate::proxy::verify::signature::reuse::{hex, Digest, Partition, SignatureUse};
 use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::fmt::Write as _;
@@ -51,6 +54,15 @@ if ARGV[4] == '1' then
   redis.call('SET', KEYS[2], string.format('%.0f', now + delay), 'PX', delay)
 end
 return {fetched, 0}
+";
+
+/// A signature's use, one round trip. KEYS[1]: the use's key; ARGV[1]: the holder's digest
+/// (empty for a nonce, which nobody may use again); ARGV[2]: how long to remember it, in
+/// milliseconds. Returns 1 when the use may be accepted (its first, or its holder's again).
+const SIGNATURE_USE: &str = r"
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+if ARGV[1] ~= '' and redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
+return 0
 ";
 
 /// How often a store that failed is asked whether it is back.
@@ -183,6 +195,7 @@ pub struct RedisStore {
     local: MemoryStore,
     connection: ConnectionManager,
     script: Arc<redis::Script>,
+    signature_script: Arc<redis::Script>,
     /// Where every command runs: see `runtime`.
     handle: tokio::runtime::Handle,
     budget: Duration,
@@ -243,6 +256,19 @@ fn politeness_key(site: &str, kind: &str, subject: &Subject) -> String {
 
 fn dns_key(key: &DnsKey) -> String {
     format!("crawlgate:dns:{}:{}", key.1, key.0)
+}
+
+fn signature_key(signature: &SignatureUse) -> String {
+    format!("crawlgate:sig:{}", hex(&signature.key))
+}
+
+/// How long a use is remembered from now: until its signature expires, at least a second.
+fn remember_for_ms(signature: &SignatureUse) -> u64 {
+    let now = millis(SystemTime::now()) / 1000;
+    let left = u64::try_from(signature.until)
+        .unwrap_or(0)
+        .saturating_sub(now);
+    left.clamp(1, 365 * 24 * 3600) * 1000
 }
 
 fn encode(outcome: &DnsOutcome) -> String {
@@ -319,6 +345,7 @@ impl RedisStore {
             local: MemoryStore::new(limits),
             connection,
             script: Arc::new(redis::Script::new(VISIT)),
+            signature_script: Arc::new(redis::Script::new(SIGNATURE_USE)),
             handle: runtime.handle().clone(),
             budget,
             remember_fetches_ms: whole_millis(limits.remember_fetches),
@@ -486,6 +513,42 @@ impl StateStore for RedisStore {
         self.ask("DNS outcome", request).await;
     }
 
+    async fn use_signature(&self, signature: &SignatureUse, holder: &Digest) -> bool {
+        // Signatures of directories nobody listed stay in this instance: they prove no
+        // crawler's identity, and anybody can make them by the million.
+        if signature.partition == Partition::Unlisted {
+            return self.local.use_signature_now(signature, holder);
+        }
+        // What this instance saw already needs no round trip: a replay stays one, and the
+        // store accepted this holder's use before.
+        if let Some(known) = self.local.recall_signature(signature, holder) {
+            return known;
+        }
+        let key = signature_key(signature);
+        let mine = if signature.nonce {
+            String::new()
+        } else {
+            hex(holder)
+        };
+        let ttl = remember_for_ms(signature);
+        let (script, mut connection) = (self.signature_script.clone(), self.connection.clone());
+        let request = async move {
+            let mut invocation = script.prepare_invoke();
+            invocation.key(key).arg(mine).arg(ttl);
+            invocation.invoke_async::<i64>(&mut connection).await
+        };
+        match self.ask("signature use", request).await {
+            Some(1) => {
+                self.local.keep_signature(signature, holder);
+                true
+            }
+            // Another holder's (or a used nonce): not remembered here, so that the holder it
+            // belongs to is still accepted by this instance.
+            Some(_) => false,
+            None => self.local.use_signature_now(signature, holder),
+        }
+    }
+
     fn entries(&self) -> Entries {
         self.local.entries()
     }
@@ -524,6 +587,13 @@ mod tests {
             "crawlgate:shop:fetch:ip:2001:db8::1"
         );
         assert_eq!(dns_key(&(addr, token)), "crawlgate:dns:gptbot:2001:db8::1");
+        let used = SignatureUse::without_nonce(b"s", Partition::Listed, 0);
+        let key = signature_key(&used);
+        assert!(
+            key.starts_with("crawlgate:sig:") && key.len() == 14 + 64,
+            "{key}"
+        );
+        assert_eq!(remember_for_ms(&used), 1000, "at least a second");
     }
 
     #[test]

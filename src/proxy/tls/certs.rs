@@ -14,6 +14,14 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// The certificates of a PEM file (a CA bundle, say), in order.
+pub fn pem_certificates(pem: &[u8]) -> Result<Vec<X509>, ErrorStack> {
+    if !pem.windows(11).any(|w| w == b"-----BEGIN ") {
+        return Ok(Vec::new());
+    }
+    X509::stack_from_pem(pem)
+}
+
 /// A certificate pair that cannot be served, with the file at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum CertError {

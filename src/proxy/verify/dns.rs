@@ -8,7 +8,13 @@
 //! a fleet resolves each address once. A lookup asks the shared store before DNS. A request
 //! whose budget runs out is `unverifiable`; the lookup goes on and the next request gets its
 //! answer from the store.
+//!
+//! Lookups are bounded ([`super::limit`]): at most `max_lookups` run at once, and
+//! `max_lookups_per_client` for one client network; a claim over either is `unverifiable` at
+//! once, is not remembered (the next request may find room), and is counted in
+//! `crawlgate_dns_lookups_shed_total{limit}`.
 
+use super::limit::{LookupLimit, Permit};
 use crate::proxy::store::{DnsKey, StateStore};
 use hickory_resolver::config::{ConnectionConfig, NameServerConfig, ResolverConfig};
 use hickory_resolver::net::runtime::TokioRuntimeProvider;
@@ -48,6 +54,10 @@ pub struct DnsSettings {
     pub cache_size: u64,
     /// A name server to ask instead of the system's (`/etc/resolv.conf`).
     pub server: Option<SocketAddr>,
+    /// The most lookups running at once in this instance.
+    pub max_lookups: usize,
+    /// The most lookups running at once for one client network (an IPv4 address, an IPv6 /64).
+    pub max_lookups_per_client: usize,
 }
 
 impl Default for DnsSettings {
@@ -60,6 +70,8 @@ impl Default for DnsSettings {
             error_ttl: Duration::from_secs(30),
             cache_size: 100_000,
             server: None,
+            max_lookups: 256,
+            max_lookups_per_client: 4,
         }
     }
 }
@@ -82,12 +94,39 @@ impl DnsSettings {
 #[error("cannot set up the DNS resolver: {0}")]
 pub struct DnsError(String);
 
+/// The metrics a DNS verifier reports in.
+#[derive(Debug, Clone)]
+pub struct DnsMetrics {
+    /// `crawlgate_dns_lookups_total{result}`.
+    pub lookups: prometheus::IntCounterVec,
+    /// `crawlgate_dns_lookups_shed_total{limit}`: claims over a lookup limit.
+    pub shed: prometheus::IntCounterVec,
+    /// `crawlgate_dns_lookups_in_flight`: lookups running.
+    pub in_flight: prometheus::IntGauge,
+}
+
+impl DnsMetrics {
+    /// The DNS verifier's metrics among the process's.
+    pub fn of(metrics: &crate::proxy::metrics::Metrics) -> DnsMetrics {
+        DnsMetrics {
+            lookups: metrics.dns_lookups.clone(),
+            shed: metrics.dns_lookups_shed.clone(),
+            in_flight: metrics.dns_lookups_in_flight.clone(),
+        }
+    }
+}
+
 /// Verifies crawlers by forward-confirmed reverse DNS, with a budget, the state store's memory
-/// of outcomes and one lookup per address at a time.
+/// of outcomes, one lookup per address at a time and a bound on the lookups running.
 pub struct DnsVerifier {
     resolver: TokioResolver,
     /// `crawlgate_dns_lookups_total{result}`.
     lookups: prometheus::IntCounterVec,
+    /// `crawlgate_dns_lookups_shed_total{limit}`.
+    shed: prometheus::IntCounterVec,
+    /// The lookups running. A reload builds a new verifier and so a new count, while the old
+    /// one's lookups finish within `dns.timeout`.
+    limit: Arc<LookupLimit>,
     store: Arc<dyn StateStore>,
     in_flight: Arc<Mutex<HashMap<Key, watch::Receiver<Option<DnsOutcome>>>>>,
     settings: DnsSettings,
@@ -116,10 +155,10 @@ fn is_under(name: &str, domain: &str) -> bool {
 
 impl DnsVerifier {
     /// A verifier asking the configured server, or the system's resolvers, that keeps outcomes
-    /// in `store`; it counts its lookups in `lookups` (by result).
+    /// in `store` and reports in `metrics`.
     pub fn new(
         settings: DnsSettings,
-        lookups: prometheus::IntCounterVec,
+        metrics: DnsMetrics,
         store: Arc<dyn StateStore>,
     ) -> Result<DnsVerifier, DnsError> {
         let provider = TokioRuntimeProvider::default();
@@ -141,9 +180,16 @@ impl DnsVerifier {
         // We cache outcomes ourselves; the resolver's cache would only hold the pieces.
         options.cache_size = 0;
         let resolver = builder.build().map_err(|e| DnsError(e.to_string()))?;
+        let limit = LookupLimit::new(
+            settings.max_lookups,
+            settings.max_lookups_per_client,
+            metrics.in_flight,
+        );
         Ok(DnsVerifier {
             resolver,
-            lookups,
+            lookups: metrics.lookups,
+            shed: metrics.shed,
+            limit,
             store,
             in_flight: Arc::default(),
             settings,
@@ -169,11 +215,20 @@ impl DnsVerifier {
                 Err(poisoned) => poisoned.into_inner(),
             };
             match in_flight.get(&key) {
+                // Joining a lookup that runs costs no socket: no permit is needed.
                 Some(receiver) => receiver.clone(),
                 None => {
+                    let permit = match self.limit.try_acquire(addr) {
+                        Ok(permit) => permit,
+                        Err(over) => {
+                            drop(in_flight);
+                            self.shed.with_label_values(&[over.label()]).inc();
+                            return (self.shed_outcome(over), false);
+                        }
+                    };
                     let (sender, receiver) = watch::channel(None);
                     in_flight.insert(key.clone(), receiver.clone());
-                    self.spawn_lookup(key, domains.clone(), sender);
+                    self.spawn_lookup(key, domains.clone(), sender, permit);
                     receiver
                 }
             }
@@ -202,11 +257,33 @@ impl DnsVerifier {
         }
     }
 
+    /// Why a claim over a limit is unverifiable (not remembered: no lookup said anything).
+    fn shed_outcome(&self, over: super::limit::Over) -> DnsOutcome {
+        DnsOutcome::Unverifiable(match over {
+            super::limit::Over::Instance => format!(
+                "not looked up: {} reverse-DNS lookups are running, the most at once (verification.dns.max_lookups)",
+                self.settings.max_lookups
+            ),
+            super::limit::Over::Client => format!(
+                "not looked up: {} reverse-DNS lookups are running for this client, the most at once (verification.dns.max_lookups_per_client)",
+                self.settings.max_lookups_per_client
+            ),
+        })
+    }
+
+    /// How many lookups run now.
+    pub fn running(&self) -> usize {
+        self.limit.running()
+    }
+
+    /// Starts the lookup of `key` in its own task, which holds `permit` until the lookup has
+    /// ended and its outcome is stored.
     fn spawn_lookup(
         &self,
         key: Key,
         domains: Arc<[String]>,
         sender: watch::Sender<Option<DnsOutcome>>,
+        permit: Permit,
     ) {
         let resolver = self.resolver.clone();
         let store = self.store.clone();
@@ -215,6 +292,7 @@ impl DnsVerifier {
         let settings = self.settings.clone();
         let timeout = self.settings.lookup_timeout;
         tokio::spawn(async move {
+            let _permit = permit;
             let addr = key.0;
             // Another instance may have looked it up already.
             if let Some(outcome) = store.lookup_dns(&key).await {

@@ -11,6 +11,7 @@
 //! not from the crawler's operator.
 
 pub mod dns;
+pub mod limit;
 pub mod ranges;
 pub mod signature;
 

@@ -14,7 +14,7 @@ use web_bot_auth::components::{
     CoveredComponent, DerivedComponent, HTTPField, HTTPFieldParameters,
 };
 use web_bot_auth::message_signatures::SignedMessage;
-use web_bot_auth::{SignatureAgentLink, WebBotAuthVerifier};
+use web_bot_auth::WebBotAuthVerifier;
 
 /// What a signature is checked against: the request as the proxy received it.
 #[derive(Debug, Clone, Copy)]
@@ -121,8 +121,11 @@ impl SignedMessage for RequestView<'_> {
 /// A Web Bot Auth signature, parsed and ready to verify.
 pub struct Parsed {
     verifier: WebBotAuthVerifier,
-    /// The `https` directory URLs `Signature-Agent` names for the label, in their normal form.
+    /// The `https` directory URLs of the `Signature-Agent` members the signature covers, in
+    /// their normal form ([`super::agent`]).
     pub agents: Vec<String>,
+    /// The signature, decoded.
+    pub signature: Vec<u8>,
     /// `keyid`.
     pub keyid: String,
     /// `created`, seconds since the epoch.
@@ -203,18 +206,15 @@ pub fn parse(view: &RequestView<'_>) -> Checked {
         return Checked::Invalid("keyid, created and expires are required".into());
     };
     let nonce = details.nonce.clone();
-    let agents = verifier
-        .get_signature_agents()
-        .iter()
-        .filter_map(|link| match link {
-            SignatureAgentLink::External(url) => super::directory::normalise(url).ok(),
-            // An inline key set proves nothing: anyone can make one.
-            SignatureAgentLink::Inline(_) => None,
-        })
-        .collect();
+    // Read from what the signature covers, not from the crate's list (which compares the
+    // scheme case-sensitively); an inline key set is no URL, and proves nothing anyway.
+    let label = verifier.get_parsed_label();
+    let agents = super::agent::covered_directories(&label.base);
+    let signature = label.signature.clone();
     Checked::Parsed(Box::new(Parsed {
         verifier,
         agents,
+        signature,
         keyid,
         created,
         expires,

@@ -4,6 +4,12 @@
 //! and key-count limit and a timeout. A failed fetch keeps the keys held. The background
 //! service fetches configured directories from the start, the others once a request names
 //! them, and each again once its keys are `refresh` old.
+//!
+//! Fetches run concurrently, at most `max_fetches` at once for listed directories and as many
+//! again, apart, for unlisted ones (`fetch_unlisted`), so that directories an attacker names,
+//! however slow, never delay a listed one. An unlisted directory that cannot be fetched leaves
+//! the queue for a while ([`super::keys::UNLISTED_BACKOFF`]) instead of being fetched again
+//! every few seconds.
 
 use super::directory::{Directory, Trust, MEDIA_TYPE};
 use super::keys::{KeySet, KeysError};
@@ -15,11 +21,12 @@ use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 use prometheus::{IntCounterVec, IntGaugeVec};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
 
 /// How soon a directory that could not be fetched is tried again (or `refresh`, if sooner).
 const RETRY: Duration = Duration::from_secs(10);
@@ -222,6 +229,93 @@ pub struct Fetcher {
     keys: IntGaugeVec,
 }
 
+/// The fetches running, by directory URL: a directory is fetched once at a time.
+type Running = Arc<Mutex<HashSet<Arc<str>>>>;
+
+fn lock(running: &Running) -> std::sync::MutexGuard<'_, HashSet<Arc<str>>> {
+    match running.lock() {
+        Ok(running) => running,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+/// The fetch slots of listed directories, and apart, of unlisted ones.
+struct Slots {
+    listed: Arc<Semaphore>,
+    unlisted: Arc<Semaphore>,
+}
+
+impl Slots {
+    fn new(max: usize) -> Slots {
+        Slots {
+            listed: Arc::new(Semaphore::new(max)),
+            unlisted: Arc::new(Semaphore::new(max)),
+        }
+    }
+
+    fn of(&self, directory: &Directory) -> &Arc<Semaphore> {
+        if directory.listed {
+            &self.listed
+        } else {
+            &self.unlisted
+        }
+    }
+}
+
+/// What one fetch needs, moved into its task.
+#[derive(Clone)]
+struct Job {
+    signatures: Arc<Signatures>,
+    fetches: IntCounterVec,
+    keys: IntGaugeVec,
+    client: reqwest::Client,
+    settings: SignatureSettings,
+    running: Running,
+}
+
+impl Job {
+    /// Fetches one directory and keeps what came back; frees its slot and wakes the fetcher.
+    async fn run(self, directory: Arc<Directory>, slot: tokio::sync::OwnedSemaphorePermit) {
+        let outcome = fetch(&self.client, &directory, &self.settings).await;
+        let store = &self.signatures.keys;
+        let result = match outcome {
+            Ok(keys) => {
+                log::info!(
+                    "signatures: {} keys from {}",
+                    keys.ids.len(),
+                    directory.fetch_url
+                );
+                // The gauge after the keys are held: a reader that sees it can verify with them.
+                let count = i64::try_from(keys.ids.len()).unwrap_or(i64::MAX);
+                store.put(&directory.url, keys, true);
+                self.keys.with_label_values(&[&directory.label]).set(count);
+                "ok"
+            }
+            Err(e) => {
+                let held = store.get(&directory.url).is_some();
+                log::warn!(
+                    "signatures: cannot fetch the key directory {e}{}",
+                    if held {
+                        " (the keys held are kept)"
+                    } else {
+                        ""
+                    }
+                );
+                if !directory.listed {
+                    store.unlisted_failed(&directory.url);
+                }
+                e.label()
+            }
+        };
+        self.fetches
+            .with_label_values(&[&directory.label, result])
+            .inc();
+        lock(&self.running).remove(&directory.url);
+        drop(slot);
+        store.wake.notify_one();
+    }
+}
+
 impl Fetcher {
     /// A fetcher for `signatures`, counting in these metrics.
     pub fn new(signatures: Arc<Signatures>, fetches: IntCounterVec, keys: IntGaugeVec) -> Fetcher {
@@ -232,12 +326,11 @@ impl Fetcher {
         }
     }
 
-    /// The directories due for a fetch now.
+    /// The directories due for a fetch now, listed ones first.
     fn due(&self, attempts: &HashMap<Arc<str>, Instant>) -> Vec<Arc<Directory>> {
         let trust = self.signatures.trust();
         let settings = &trust.settings;
         let store = &self.signatures.keys;
-        let wanted = store.wanted();
         let retry = RETRY.min(settings.refresh);
         let tried_lately =
             |url: &Arc<str>| attempts.get(url).is_some_and(|at| at.elapsed() < retry);
@@ -248,7 +341,7 @@ impl Fetcher {
             }
             let fetch = match store.get(&directory.url) {
                 Some(keys) => keys.age() >= settings.refresh,
-                None => directory.eager || wanted.contains(&directory.url),
+                None => directory.eager || store.is_wanted(&directory.url),
             };
             if fetch {
                 due.push(directory.clone());
@@ -256,8 +349,10 @@ impl Fetcher {
         }
         let all = store.all();
         let unlisted_held = all.keys().filter(|url| trust.get(url).is_none()).count();
-        for url in &wanted {
+        for url in &store.wanted_unlisted() {
             if trust.get(url).is_some() {
+                // Listed since a request named it: wanted as such next time.
+                store.unwant(url);
                 continue;
             }
             if !settings.fetch_unlisted || unlisted_held >= MAX_UNLISTED {
@@ -282,54 +377,47 @@ impl Fetcher {
 
     async fn run(&self, mut shutdown: ShutdownWatch) {
         let mut attempts: HashMap<Arc<str>, Instant> = HashMap::new();
-        let mut built: Option<(SignatureSettings, reqwest::Client)> = None;
+        let mut built: Option<(SignatureSettings, reqwest::Client, Slots)> = None;
         let mut jwks_files = JwksWatches::default();
+        let running: Running = Arc::default();
         loop {
             let trust = self.signatures.trust();
             let settings = &trust.settings;
             jwks_files.poll(&trust, &self.signatures);
-            if built.as_ref().is_none_or(|(s, _)| s != settings) {
+            if built.as_ref().is_none_or(|(s, _, _)| s != settings) {
                 match client(settings) {
-                    Ok(client) => built = Some((settings.clone(), client)),
+                    Ok(client) => {
+                        built = Some((settings.clone(), client, Slots::new(settings.max_fetches)))
+                    }
                     Err(e) => {
                         log::error!("{e}");
                         built = None;
                     }
                 }
             }
-            if let Some((_, client)) = &built {
+            // What was tried longer ago than any retry waits no longer matters.
+            let forget = RETRY.max(settings.refresh);
+            attempts.retain(|_, at| at.elapsed() < forget);
+            if let Some((settings, client, slots)) = &built {
+                let job = Job {
+                    signatures: self.signatures.clone(),
+                    fetches: self.fetches.clone(),
+                    keys: self.keys.clone(),
+                    client: client.clone(),
+                    settings: settings.clone(),
+                    running: running.clone(),
+                };
                 for directory in self.due(&attempts) {
-                    attempts.insert(directory.url.clone(), Instant::now());
-                    let outcome = fetch(client, &directory, settings).await;
-                    let result = match outcome {
-                        Ok(keys) => {
-                            log::info!(
-                                "signatures: {} keys from {}",
-                                keys.ids.len(),
-                                directory.fetch_url
-                            );
-                            self.keys
-                                .with_label_values(&[&directory.label])
-                                .set(i64::try_from(keys.ids.len()).unwrap_or(i64::MAX));
-                            self.signatures.keys.put(&directory.url, keys, true);
-                            "ok"
-                        }
-                        Err(e) => {
-                            let held = self.signatures.keys.get(&directory.url).is_some();
-                            log::warn!(
-                                "signatures: cannot fetch the key directory {e}{}",
-                                if held {
-                                    " (the keys held are kept)"
-                                } else {
-                                    ""
-                                }
-                            );
-                            e.label()
-                        }
+                    if lock(&running).contains(&directory.url) {
+                        continue;
+                    }
+                    // No slot free in its part: it waits for the next round.
+                    let Ok(slot) = slots.of(&directory).clone().try_acquire_owned() else {
+                        continue;
                     };
-                    self.fetches
-                        .with_label_values(&[&directory.label, result])
-                        .inc();
+                    attempts.insert(directory.url.clone(), Instant::now());
+                    lock(&running).insert(directory.url.clone());
+                    tokio::spawn(job.clone().run(directory, slot));
                 }
             }
             for directory in trust.directories() {

@@ -90,8 +90,27 @@ impl KeySet {
     }
 }
 
-/// The most directories waiting for a fetch at once.
+/// The most listed directories waiting for a fetch at once (they are few: the catalog's and
+/// the configuration's).
 pub const MAX_WANTED: usize = 1000;
+
+/// The most unlisted directories waiting for a fetch at once (with `fetch_unlisted`): kept
+/// apart from the listed ones, which they can never crowd out.
+pub const MAX_WANTED_UNLISTED: usize = 100;
+
+/// How long an unlisted directory whose fetch failed is not asked for again, however many
+/// requests name it: a made-up URL costs one fetch, not one every few seconds.
+pub const UNLISTED_BACKOFF: Duration = Duration::from_secs(600);
+
+/// The most unlisted directories remembered as failed (the oldest are forgotten first).
+const MAX_FAILED_UNLISTED: u64 = 10_000;
+
+/// The directories requests named whose keys are not held: the fetcher's queue, in two parts.
+#[derive(Debug, Default)]
+struct Wanted {
+    listed: HashSet<Arc<str>>,
+    unlisted: HashSet<Arc<str>>,
+}
 
 /// A directory's keys as the state directory keeps them.
 #[derive(Serialize, Deserialize)]
@@ -106,7 +125,9 @@ struct Kept {
 pub struct KeyStore {
     sets: ArcSwap<HashMap<Arc<str>, Arc<KeySet>>>,
     /// Directories named by requests whose keys are not held: the fetcher's queue.
-    wanted: Mutex<HashSet<Arc<str>>>,
+    wanted: Mutex<Wanted>,
+    /// Unlisted directories whose fetch failed lately: not wanted again until they expire.
+    failed_unlisted: moka::sync::Cache<Arc<str>, ()>,
     /// Wakes the fetcher when a directory is wanted.
     pub wake: tokio::sync::Notify,
     /// `<state_dir>/signature-directories`, when there is a state directory.
@@ -132,7 +153,11 @@ impl KeyStore {
     pub fn new(state_dir: Option<PathBuf>) -> KeyStore {
         KeyStore {
             sets: ArcSwap::from_pointee(HashMap::new()),
-            wanted: Mutex::new(HashSet::new()),
+            wanted: Mutex::new(Wanted::default()),
+            failed_unlisted: moka::sync::Cache::builder()
+                .max_capacity(MAX_FAILED_UNLISTED)
+                .time_to_live(UNLISTED_BACKOFF)
+                .build(),
             wake: tokio::sync::Notify::new(),
             folder: state_dir.map(|dir| dir.join("signature-directories")),
         }
@@ -159,35 +184,70 @@ impl KeyStore {
             sets.insert(url.clone(), keys.clone());
             sets
         });
-        self.lock_wanted().remove(url);
+        self.unwant(url);
     }
 
-    fn lock_wanted(&self) -> std::sync::MutexGuard<'_, HashSet<Arc<str>>> {
+    fn lock_wanted(&self) -> std::sync::MutexGuard<'_, Wanted> {
         match self.wanted.lock() {
             Ok(wanted) => wanted,
             Err(poisoned) => poisoned.into_inner(),
         }
     }
 
-    /// Asks the fetcher for a directory's keys (a request named it and none are held). At
-    /// most [`MAX_WANTED`] wait at once: requests naming more are not heard until some are
-    /// fetched, so that no stream of made-up directory URLs can grow the queue.
+    /// Asks the fetcher for a directory's keys (a request named it and none are held). Listed
+    /// and unlisted directories wait apart, at most [`MAX_WANTED`] and [`MAX_WANTED_UNLISTED`]:
+    /// requests naming more are not heard until some are fetched, so that no stream of made-up
+    /// directory URLs can grow the queue or keep a listed directory out of it. An unlisted
+    /// directory that failed lately is not wanted again ([`UNLISTED_BACKOFF`]).
     pub fn want(&self, directory: &Directory) {
+        if !directory.listed && self.failed_unlisted.contains_key(&directory.url) {
+            return;
+        }
         let mut wanted = self.lock_wanted();
-        if wanted.len() < MAX_WANTED && wanted.insert(directory.url.clone()) {
+        let (queue, max) = if directory.listed {
+            (&mut wanted.listed, MAX_WANTED)
+        } else {
+            (&mut wanted.unlisted, MAX_WANTED_UNLISTED)
+        };
+        if queue.len() < max && queue.insert(directory.url.clone()) {
             drop(wanted);
             self.wake.notify_one();
         }
     }
 
-    /// The directories requests asked for.
+    /// The directories requests asked for, listed ones first.
     pub fn wanted(&self) -> Vec<Arc<str>> {
-        self.lock_wanted().iter().cloned().collect()
+        let wanted = self.lock_wanted();
+        wanted
+            .listed
+            .iter()
+            .chain(wanted.unlisted.iter())
+            .cloned()
+            .collect()
     }
 
-    /// Forgets that a directory was asked for (it cannot be fetched).
+    /// Whether a request asked for the listed directory `url`.
+    pub fn is_wanted(&self, url: &str) -> bool {
+        self.lock_wanted().listed.contains(url)
+    }
+
+    /// The unlisted directories requests asked for.
+    pub fn wanted_unlisted(&self) -> Vec<Arc<str>> {
+        self.lock_wanted().unlisted.iter().cloned().collect()
+    }
+
+    /// Forgets that a directory was asked for (it cannot be fetched, or was).
     pub fn unwant(&self, url: &str) {
-        self.lock_wanted().remove(url);
+        let mut wanted = self.lock_wanted();
+        wanted.listed.remove(url);
+        wanted.unlisted.remove(url);
+    }
+
+    /// An unlisted directory's fetch failed: it leaves the queue and is not wanted again for
+    /// [`UNLISTED_BACKOFF`].
+    pub fn unlisted_failed(&self, url: &Arc<str>) {
+        self.failed_unlisted.insert(url.clone(), ());
+        self.unwant(url);
     }
 
     fn keep(&self, url: &str, keys: &KeySet) {
@@ -334,5 +394,33 @@ mod tests {
             kept_name("https://a.example:8443/../x"),
             "a_example_8443____x.json"
         );
+    }
+
+    #[test]
+    fn unlisted_directories_wait_apart_and_a_failed_one_is_not_wanted_again() {
+        let store = KeyStore::new(None);
+        for i in 0..5000 {
+            store.want(&Directory::new(
+                &format!("https://a{i}.example"),
+                None,
+                false,
+            ));
+        }
+        assert_eq!(store.wanted_unlisted().len(), MAX_WANTED_UNLISTED);
+        // A listed directory is still heard, and comes first.
+        let listed = Directory::new("https://chatgpt.com", Some(Arc::from("ChatGPT-User")), true);
+        store.want(&listed);
+        assert!(store.is_wanted("https://chatgpt.com"));
+        assert_eq!(&*store.wanted()[0], "https://chatgpt.com");
+        // A failed unlisted directory leaves the queue and is not wanted again.
+        let failed = store.wanted_unlisted()[0].clone();
+        store.unlisted_failed(&failed);
+        assert!(!store.wanted_unlisted().contains(&failed));
+        store.want(&Directory::new(&failed, None, false));
+        assert!(!store.wanted_unlisted().contains(&failed));
+        // Keys put for a directory take it off the queue.
+        let jwks = br#"{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}"#;
+        store.put(&listed.url, KeySet::from_jwks(jwks, 8).unwrap(), false);
+        assert!(!store.is_wanted("https://chatgpt.com"));
     }
 }

@@ -6,19 +6,24 @@
 //! times, look the key up by (directory, key id) in the keys crawlgate holds ([`keys`]), verify
 //! the Ed25519 signature. Which directories are believed, and for which crawler, is
 //! [`directory`]; their keys are fetched off the request path ([`fetch`]) and kept in the state
-//! directory; a nonce seen once is remembered ([`nonce`]) so that a replay is refused.
+//! directory. The headers' sizes and labels are checked before anything parses them
+//! ([`limits`]); the directory a signature names is the `Signature-Agent` member it covers
+//! ([`agent`]). A valid signature comes with its use ([`reuse`]), which the decision checks
+//! against the state store, so that a replay is not verified.
 
+pub mod agent;
 pub mod check;
 pub mod directory;
 pub mod fetch;
 pub mod keys;
-pub mod nonce;
+pub mod limits;
+pub mod reuse;
 
 use arc_swap::ArcSwap;
 use check::{Checked, RequestView};
 use directory::{Directory, Trust};
 use keys::KeyStore;
-use nonce::Nonces;
+use reuse::{Partition, SignatureUse};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -63,8 +68,14 @@ pub struct SignatureSettings {
     pub max_keys: usize,
     /// How far in the future `created` may be (the signer's clock running ahead).
     pub skew: Duration,
-    /// Nonces remembered.
+    /// Signature uses of listed directories remembered (nonces, and nonce-less signatures).
     pub nonces: u64,
+    /// Signature uses of unlisted directories remembered, apart from the listed ones'.
+    pub unlisted_nonces: u64,
+    /// The signature headers' size and label limits, and the nonce's size.
+    pub limits: limits::Limits,
+    /// Directory fetches running at once, for listed directories and, apart, for unlisted ones.
+    pub max_fetches: usize,
 }
 
 impl Default for SignatureSettings {
@@ -81,6 +92,9 @@ impl Default for SignatureSettings {
             max_keys: 32,
             skew: Duration::from_secs(60),
             nonces: 100_000,
+            unlisted_nonces: 10_000,
+            limits: limits::Limits::default(),
+            max_fetches: 4,
         }
     }
 }
@@ -90,12 +104,15 @@ impl Default for SignatureSettings {
 pub enum SignatureVerdict {
     /// No Web Bot Auth signature (none at all, or only signatures for other purposes).
     Unsigned,
-    /// Verified with a key of `directory`.
+    /// Verified with a key of `directory`, if this use of it is not a replay (which the
+    /// decision asks the state store about).
     Verified {
         /// The directory whose key verified it.
         directory: Arc<Directory>,
         /// The key's id (its JWK thumbprint).
         keyid: String,
+        /// What identifies this use of the signature.
+        reuse: SignatureUse,
     },
     /// A Web Bot Auth signature that does not verify: expired, future-dated, not covering
     /// what it must, signed by a key the directory does not hold, or tampered with.
@@ -105,7 +122,7 @@ pub enum SignatureVerdict {
         /// Why.
         why: String,
     },
-    /// A valid signature seen before: a replay.
+    /// A valid signature used before by someone else, or its nonce seen before: a replay.
     Replayed {
         /// The directory whose key verified it.
         directory: Arc<Directory>,
@@ -160,26 +177,24 @@ impl SignatureVerdict {
     }
 }
 
-/// Signature checking of one process: the directories believed (replaced on a reload), the keys
-/// held (kept across reloads, and across restarts in the state directory) and the nonces seen.
+/// Signature checking of one process: the directories believed (replaced on a reload) and the
+/// keys held (kept across reloads, and across restarts in the state directory). The uses of
+/// signatures are the state store's.
 #[derive(Debug)]
 pub struct Signatures {
     trust: ArcSwap<Trust>,
     /// The keys of every directory fetched or read.
     pub keys: KeyStore,
-    nonces: Nonces,
 }
 
 impl Signatures {
     /// Signature checking with `trust`, keys kept in `state_dir` (read now).
     pub fn new(trust: Trust, state_dir: Option<PathBuf>) -> Signatures {
-        let nonces = Nonces::new(trust.settings.nonces, MAX_VALIDITY + trust.settings.skew);
         let keys = KeyStore::new(state_dir);
         keys.restore(&trust);
         Signatures {
             trust: ArcSwap::from_pointee(trust),
             keys,
-            nonces,
         }
     }
 
@@ -188,7 +203,7 @@ impl Signatures {
         self.trust.load_full()
     }
 
-    /// Replaces the directories believed (a configuration reload); keys and nonces stay.
+    /// Replaces the directories believed (a configuration reload); keys stay.
     pub fn set_trust(&self, trust: Trust) {
         self.keys.restore(&trust);
         self.trust.store(Arc::new(trust));
@@ -197,7 +212,8 @@ impl Signatures {
     /// Checks a request's signature. `claimed` is the lower-cased product token its User-Agent
     /// claims, whose directory is used when the request names none. A request that names a
     /// directory whose keys are not held yet asks for them ([`KeyStore::want`]) and is
-    /// unverifiable meanwhile: nothing is fetched on the request path.
+    /// unverifiable meanwhile: nothing is fetched on the request path. Headers over the
+    /// limits are invalid before anything parses them.
     pub fn check(
         &self,
         request: &RequestView<'_>,
@@ -208,14 +224,34 @@ impl Signatures {
             return SignatureVerdict::Unsigned;
         }
         let trust = self.trust.load();
+        let claimed_directory = || claimed.and_then(|token| trust.of_bot(token)).cloned();
+        let limits = &trust.settings.limits;
+        if let Err(why) = limits::check(request.headers, limits) {
+            return SignatureVerdict::Invalid {
+                directory: claimed_directory(),
+                why,
+            };
+        }
         let parsed = match check::parse(request) {
             Checked::Parsed(parsed) => parsed,
             Checked::NotWebBotAuth => return SignatureVerdict::Unsigned,
             Checked::Invalid(why) => {
-                let directory = claimed.and_then(|token| trust.of_bot(token)).cloned();
-                return SignatureVerdict::Invalid { directory, why };
+                return SignatureVerdict::Invalid {
+                    directory: claimed_directory(),
+                    why,
+                };
             }
         };
+        if let Some(Err(why)) = parsed
+            .nonce
+            .as_deref()
+            .map(|n| limits::check_nonce(n, limits))
+        {
+            return SignatureVerdict::Invalid {
+                directory: claimed_directory(),
+                why,
+            };
+        }
         // The directory: the first one named that is believed (or, with `fetch_unlisted`, the
         // first one named), else the claimed crawler's.
         let named = parsed.agents.iter().find_map(|url| trust.get(url).cloned());
@@ -249,21 +285,37 @@ impl Signatures {
                 why: format!("the keys of {} have not been fetched yet", directory.url),
             };
         };
-        let nonce = parsed.nonce.clone();
-        let expires = parsed.expires;
         let keyid = parsed.keyid.clone();
+        let reuse = parsed.reuse(&directory, trust.settings.skew);
         if let Err(why) = parsed.verify(&keys) {
             return SignatureVerdict::Invalid {
                 directory: Some(directory),
                 why,
             };
         }
-        if let Some(nonce) = nonce {
-            if !self.nonces.first_use(&directory.url, &nonce, expires) {
-                return SignatureVerdict::Replayed { directory };
-            }
+        SignatureVerdict::Verified {
+            directory,
+            keyid,
+            reuse,
         }
-        SignatureVerdict::Verified { directory, keyid }
+    }
+}
+
+impl check::Parsed {
+    /// What identifies this use of the signature, for `directory`: its nonce, or without one
+    /// the signature itself; remembered until it expires (and the skew allowed after).
+    fn reuse(&self, directory: &Directory, skew: Duration) -> SignatureUse {
+        let partition = if directory.listed {
+            Partition::Listed
+        } else {
+            Partition::Unlisted
+        };
+        let skew = i64::try_from(skew.as_secs()).unwrap_or(i64::MAX);
+        let until = self.expires.saturating_add(skew);
+        match &self.nonce {
+            Some(nonce) => SignatureUse::with_nonce(&directory.url, nonce, partition, until),
+            None => SignatureUse::without_nonce(&self.signature, partition, until),
+        }
     }
 }
 
@@ -325,18 +377,26 @@ mod tests {
             false,
         );
         assert!(signatures.keys.wanted().is_empty());
-        match signatures.check(&view, Some("examplebot"), during) {
-            SignatureVerdict::Verified { directory, keyid } => {
+        let first = match signatures.check(&view, Some("examplebot"), during) {
+            SignatureVerdict::Verified {
+                directory,
+                keyid,
+                reuse,
+            } => {
                 assert_eq!(directory.bot.as_deref(), Some("ExampleBot"));
                 assert_eq!(keyid, "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U");
+                assert!(reuse.nonce && reuse.partition == Partition::Listed);
+                // Remembered until it expires, and the skew after.
+                assert_eq!(reuse.until, 1735693200 + 60);
+                reuse
             }
             other => panic!("{other:?}"),
+        };
+        // Checking is pure: the same request is the same use, which the store judges.
+        match signatures.check(&view, Some("examplebot"), during) {
+            SignatureVerdict::Verified { reuse, .. } => assert_eq!(reuse, first),
+            other => panic!("{other:?}"),
         }
-        // Its nonce again: a replay.
-        assert!(matches!(
-            signatures.check(&view, Some("examplebot"), during),
-            SignatureVerdict::Replayed { .. }
-        ));
         // After it expired: invalid, and a false claim to be ExampleBot.
         let after = UNIX_EPOCH + Duration::from_secs(1735693200 + 3600);
         match signatures.check(&view, Some("examplebot"), after) {
