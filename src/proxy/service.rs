@@ -332,9 +332,11 @@ impl ProxyHttp for CrawlGate {
         let connections = &self.shared.connections;
         ctx._in_flight = Some(connections.request_started());
         let downstream = session.as_downstream_mut();
-        if let Some(watched) = downstream.stream().and_then(Watched::of) {
+        let watched = downstream.stream().and_then(Watched::of);
+        if let Some(watched) = watched {
             watched.request_started();
         }
+        let guarded = watched.is_some();
         // Requests a client sends before the answer to the one before (RFC 9112 §9.3.2) are
         // answered in order, instead of failing the request in flight.
         downstream.set_pipelining_enabled(true);
@@ -348,7 +350,14 @@ impl ProxyHttp for CrawlGate {
                 .get(http::header::CONNECTION)
                 .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"keep-alive"));
         let keep = keep && !connections.draining();
-        downstream.set_keepalive(keep.then(|| connections.idle_timeout().as_secs().max(1)));
+        // A guarded connection's wait for its next request is the guard's (`Watched`); pingora's
+        // keep-alive timer would be a second one, registered for every request (0: no timer).
+        let idle = if guarded {
+            0
+        } else {
+            connections.idle_timeout().as_secs().max(1)
+        };
+        downstream.set_keepalive(keep.then_some(idle));
         Ok(())
     }
 
