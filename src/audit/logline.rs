@@ -237,7 +237,7 @@ impl Role {
 pub struct JsonFields {
     names: [Vec<String>; 5],
     /// Every name → its role and rank: each key of each line is looked up here.
-    lookup: HashMap<Box<str>, (Role, usize), foldhash::fast::RandomState>,
+    lookup: foldhash::HashMap<Box<str>, (Role, usize)>,
 }
 
 impl Default for JsonFields {

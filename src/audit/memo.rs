@@ -15,8 +15,6 @@ const MAX_ENTRIES: usize = 1 << 17;
 /// Paths longer than this are matched every time rather than remembered.
 const MAX_PATH_BYTES: usize = 256;
 
-type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
-
 /// A verdict without borrows: allowed or not, and the deciding rule's index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decided {
@@ -32,7 +30,7 @@ pub struct Memo {
     /// The groups a selection stands for → its number.
     selections: HashMap<Vec<usize>, usize>,
     /// By selection number: path → verdict.
-    verdicts: Vec<FastMap<Box<[u8]>, Decided>>,
+    verdicts: Vec<foldhash::HashMap<Box<[u8]>, Decided>>,
     entries: usize,
 }
 
@@ -46,7 +44,7 @@ impl Memo {
         }
         let number = self.verdicts.len();
         self.selections.insert(groups.to_vec(), number);
-        self.verdicts.push(FastMap::default());
+        self.verdicts.push(foldhash::HashMap::default());
         number
     }
 

@@ -19,7 +19,6 @@ use crate::catalog::Catalog;
 use crate::crawlers::{CatalogIndex, Crawlers};
 use crate::policy::{self, Actions};
 use crate::robots::{path, Robots};
-use std::collections::HashMap;
 use std::io::BufRead;
 
 /// Lines longer than this are malformed: no real request line is, and it bounds memory.
@@ -47,8 +46,6 @@ const PROGRESS_EVERY: u64 = 16 * 1024;
 
 /// The classification of a person in the cache (crawlers are their slot).
 const PERSON: u32 = u32::MAX;
-
-type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// The log format of an input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -124,7 +121,7 @@ impl Audit {
             format,
             fields,
             strict: false,
-            ua_cache: FastMap::default(),
+            ua_cache: foldhash::HashMap::default(),
             tallies: std::iter::repeat_with(|| None).take(slots).collect(),
             memo: Memo::default(),
             rules: vec![[0; 2]; self.robots.file().rules.len()],
@@ -171,7 +168,7 @@ pub(super) struct Tally {
     pub no_rule: u64,
     pub top_disallowed: TopK,
     /// Rule index → [allowed, disallowed].
-    pub rules: FastMap<u32, [u64; 2]>,
+    pub rules: foldhash::HashMap<u32, [u64; 2]>,
     /// Requests robots.txt allows whose stated content-use preference refuses what the crawler
     /// is for ([`policy::uses_of`]): what the proxy's `content-usage` verdict would refuse.
     pub against_preference: u64,
@@ -191,7 +188,7 @@ impl Tally {
             last_seen: None,
             no_rule: 0,
             top_disallowed: TopK::new(TOP_CAPACITY),
-            rules: FastMap::default(),
+            rules: foldhash::HashMap::default(),
             against_preference: 0,
             user_agents: unnamed.then(|| TopK::new(TOP_CAPACITY)),
         }
@@ -232,7 +229,7 @@ pub struct Replay<'a> {
     format: Format,
     fields: JsonFields,
     strict: bool,
-    ua_cache: FastMap<Box<[u8]>, u32>,
+    ua_cache: foldhash::HashMap<Box<[u8]>, u32>,
     /// By classifier index; the last slot is the unnamed crawlers'.
     pub(super) tallies: Vec<Option<Box<Tally>>>,
     memo: Memo,

@@ -1,7 +1,11 @@
 //! Access-log timestamps → Unix seconds (UTC), and Unix seconds → RFC 3339.
 //!
-//! Written by hand rather than with a date crate: the formats are fixed, the parse is on the
-//! per-line hot path, and only whole seconds in UTC are needed.
+//! Written by hand rather than with humantime, which the proxy uses for its own timestamps:
+//! access logs carry local offsets (`-0700`, `+01:00`) that `humantime::parse_rfc3339` refuses
+//! ("only UTC is supported"), and a log line may hold a time before 1970, which humantime's
+//! formatter panics on (`expect("all times should be after the epoch")`, humantime 2 `date.rs`).
+//! A log is input: it gets an answer for every line, never a panic. The formats are fixed and
+//! only whole seconds in UTC are needed.
 
 /// Month abbreviations as the common log format writes them.
 const MONTHS: [&[u8; 3]; 12] = [

@@ -33,7 +33,7 @@ struct Counter {
 /// A bounded summary of the most frequent keys.
 #[derive(Debug, Clone)]
 pub struct TopK {
-    counters: HashMap<Box<[u8]>, Counter, foldhash::fast::RandomState>,
+    counters: foldhash::HashMap<Box<[u8]>, Counter>,
     capacity: usize,
     floor: u64,
 }

@@ -72,7 +72,7 @@ impl TrustedProxies {
 
     /// Whether `addr` is a trusted proxy (IPv4-mapped IPv6 addresses count as IPv4).
     pub fn contains(&self, addr: IpAddr) -> bool {
-        let addr = canonical(addr);
+        let addr = addr.to_canonical();
         self.networks.iter().any(|net| net.contains(&addr))
     }
 
@@ -94,7 +94,7 @@ impl TrustedProxies {
     /// The client of a request that came from `peer`, its forwarding header read only when
     /// `peer` is trusted. Nothing is allocated.
     pub fn client_of(&self, peer: IpAddr, forwarding: &Forwarding<'_>) -> IpAddr {
-        let peer = canonical(peer);
+        let peer = peer.to_canonical();
         if !self.contains(peer) {
             return peer;
         }
@@ -142,14 +142,6 @@ impl TrustedProxies {
     }
 }
 
-/// An IPv4-mapped IPv6 address is the IPv4 address it maps.
-pub fn canonical(addr: IpAddr) -> IpAddr {
-    match addr {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(addr, IpAddr::V4),
-        v4 => v4,
-    }
-}
-
 /// One `X-Forwarded-For` entry: an address, possibly with a port or brackets.
 fn parse_xff_entry(entry: &[u8]) -> Option<IpAddr> {
     let text = std::str::from_utf8(entry).ok()?.trim();
@@ -161,15 +153,15 @@ fn parse_xff_entry(entry: &[u8]) -> Option<IpAddr> {
 fn parse_node(text: &str) -> Option<IpAddr> {
     let text = text.trim_matches('"');
     if let Ok(addr) = text.parse::<IpAddr>() {
-        return Some(canonical(addr));
+        return Some(addr.to_canonical());
     }
     if let Some(rest) = text.strip_prefix('[') {
         let inside = rest.split(']').next()?;
-        return inside.parse().ok().map(canonical);
+        return inside.parse().ok().map(|addr: IpAddr| addr.to_canonical());
     }
     let (host, port) = text.rsplit_once(':')?;
     port.parse::<u16>().ok()?;
-    host.parse().ok().map(canonical)
+    host.parse().ok().map(|addr: IpAddr| addr.to_canonical())
 }
 
 /// The `for=` parameter of one `Forwarded` element (`for=192.0.2.60;proto=http`). An element

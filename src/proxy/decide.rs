@@ -3,7 +3,7 @@
 //! the previous file), whether it keeps its crawl-delay, and what happens. The proxy runs it on
 //! every request; `crawlgate explain` runs the same code and prints it.
 
-use super::client::{canonical, Forwarding};
+use super::client::Forwarding;
 use super::config::CrawlDelayMode;
 use super::politeness::{Pace, PaceQuery, Subject};
 use super::site::{Site, Snapshot};
@@ -218,7 +218,10 @@ pub fn is_person(snapshot: &Snapshot, user_agent: &[u8]) -> bool {
 pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Option<Decision> {
     let site = shared.sites.load().route(facts.host)?.clone();
     let global = shared.global.load_full();
-    let peer = canonical(facts.peer.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
+    let peer = facts
+        .peer
+        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+        .to_canonical();
     let client = global.trusted.client_of(peer, &facts.forwarding);
     let snapshot = site.snapshot.load_full();
     let mut who = snapshot.classify(facts.user_agent);

@@ -39,11 +39,10 @@ use aho_corasick::automaton::Automaton;
 use aho_corasick::{Anchored, MatchKind, StartKind};
 use memchr::memmem::Finder;
 use smallvec::SmallVec;
-use std::collections::HashSet;
 
 /// The maps compiling uses, with a fast hash: a 512 KiB file makes hundreds of thousands of
 /// lookups of short byte strings.
-type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+use foldhash::HashMap;
 
 /// A glob's place in [`GroupMatcher::globs`]: globs are stored in precedence order, so a lower
 /// id is a better rule.
@@ -862,7 +861,7 @@ impl GroupMatcher {
             ..GroupMatcher::default()
         };
         let shapes: Vec<Shape<'_>> = rules.iter().map(Prepared::shape).collect();
-        let inner: HashSet<&[u8], foldhash::fast::RandomState> = shapes
+        let inner: foldhash::HashSet<&[u8]> = shapes
             .iter()
             .filter_map(|shape| match shape {
                 Shape::Glob(glob) => Some(glob.middle.iter().copied()),

@@ -65,7 +65,7 @@ pub fn default_max_connections() -> usize {
 /// One client address as the per-address limit counts it: an IPv4 address, or an IPv6 /64
 /// (one host's share of a network; an attacker has a whole /64 to pick addresses from).
 fn address_key(ip: IpAddr) -> u128 {
-    match super::client::canonical(ip) {
+    match ip.to_canonical() {
         IpAddr::V4(v4) => u128::from(u32::from(v4)),
         IpAddr::V6(v6) => u128::from(v6) & !u128::from(u64::MAX) | 1 << 127,
     }

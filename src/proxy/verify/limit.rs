@@ -42,7 +42,7 @@ enum Network {
 }
 
 fn network_of(addr: IpAddr) -> Network {
-    match crate::proxy::client::canonical(addr) {
+    match addr.to_canonical() {
         IpAddr::V4(v4) => Network::V4(u32::from(v4)),
         IpAddr::V6(v6) => Network::V6((u128::from(v6) >> 64) as u64),
     }

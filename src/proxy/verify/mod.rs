@@ -135,17 +135,13 @@ pub struct RangesEntry {
     pub set: ArcSwapOption<RangeSet>,
 }
 
-/// A map looked up on the request path (every crawler request): a fast hasher, as the
-/// matcher's.
-type FastMap<V> = foldhash::HashMap<String, V>;
-
 /// How crawlers are verified.
 #[derive(Debug, Default)]
 pub struct Verifier {
     /// By lower-cased token.
-    ranges: FastMap<Arc<RangesEntry>>,
+    ranges: foldhash::HashMap<String, Arc<RangesEntry>>,
     /// By lower-cased token: the domains its reverse DNS names end in.
-    reverse_dns: FastMap<Arc<[String]>>,
+    reverse_dns: foldhash::HashMap<String, Arc<[String]>>,
     dns: Option<DnsVerifier>,
 }
 
@@ -285,7 +281,7 @@ impl Verifier {
 /// the local network writes. A crawler never comes from one; a request that seems to usually
 /// came through a proxy that is not in `trusted_proxies`.
 pub fn reverse_dns_can_vouch(addr: IpAddr) -> bool {
-    match crate::proxy::client::canonical(addr) {
+    match addr.to_canonical() {
         IpAddr::V4(v4) => {
             let [a, b, ..] = v4.octets();
             !(v4.is_loopback()

@@ -49,12 +49,9 @@ pub struct RangeSet {
 }
 
 fn as_u128(addr: IpAddr) -> u128 {
-    match addr {
+    match addr.to_canonical() {
         IpAddr::V4(v4) => u128::from(v4.to_ipv6_mapped()),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => u128::from(v4.to_ipv6_mapped()),
-            None => u128::from(v6),
-        },
+        IpAddr::V6(v6) => u128::from(v6),
     }
 }
 
@@ -116,7 +113,7 @@ impl RangeSet {
     /// only, and an IPv6 address outside such a list is not thereby outside the crawler's
     /// addresses.
     pub fn covers_family(&self, addr: IpAddr) -> bool {
-        match crate::proxy::client::canonical(addr) {
+        match addr.to_canonical() {
             IpAddr::V4(_) => self.has_v4,
             IpAddr::V6(_) => self.has_v6,
         }

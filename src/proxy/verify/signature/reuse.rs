@@ -79,7 +79,7 @@ impl SignatureUse {
 
 /// Who uses a signature: the client address, the site and the User-Agent.
 pub fn holder(client: IpAddr, site: &str, user_agent: &[u8]) -> Digest {
-    let client = crate::proxy::client::canonical(client).to_string();
+    let client = client.to_canonical().to_string();
     digest(b"holder", &[client.as_bytes(), site.as_bytes(), user_agent])
 }
 
