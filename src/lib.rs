@@ -36,10 +36,15 @@ pub mod agent;
 pub mod policy;
 pub mod robots;
 
-/// README.md's Rust example runs as a doc-test, so that it stays true.
+/// README.md's and the manual's Rust examples run as doc-tests, so that they stay true.
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeExamples;
+
+/// The operator's manual's Rust examples (its library section).
+#[doc = include_str!("../docs/manual.md")]
+#[cfg(doctest)]
+pub struct ManualExamples;
 
 #[cfg(feature = "cli")]
 pub mod audit;

@@ -162,7 +162,7 @@ pub fn decide(who: Who, verdict: VerdictLabel, action: Action) -> Outcome {
 }
 
 /// The uses of content a crawler of `category` is for: the one place where crawler categories
-/// meet content-use preferences (README's "Content-use preferences" has the same table). A
+/// meet content-use preferences (docs/manual.md's "Content-use preferences" has the same table). A
 /// crawler goes against a site's preference when the site refuses any of them.
 ///
 /// Training crawlers train models (`train-ai=n`, `ai-train=no`). AI search and AI assistants

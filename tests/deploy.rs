@@ -1,5 +1,6 @@
-//! What ships beside the binary: every configuration in `conf/` validates, and the systemd unit
-//! passes `systemd-analyze verify` and rates 2.0 or better in `systemd-analyze security`.
+//! What ships beside the binary: every configuration in `conf/` and the README's validates, and
+//! the systemd unit passes `systemd-analyze verify` and rates 2.0 or better in
+//! `systemd-analyze security`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
@@ -36,6 +37,35 @@ fn every_shipped_configuration_validates() {
         checked += 1;
     }
     assert!(checked >= 1, "no configuration in conf/");
+}
+
+/// The README's one-site configuration is the one a newcomer copies: it validates as written.
+#[test]
+fn the_readmes_site_configuration_validates() {
+    let readme = std::fs::read_to_string(crate_path("README.md")).unwrap();
+    let blocks: Vec<&str> = readme
+        .split("```yaml\n")
+        .skip(1)
+        .filter_map(|rest| rest.split("```").next())
+        .filter(|block| block.contains("sites:"))
+        .collect();
+    assert!(!blocks.is_empty(), "README.md has no configuration block");
+    let dir = tempfile::tempdir().unwrap();
+    for (i, block) in blocks.iter().enumerate() {
+        let path = dir.path().join(format!("readme-{i}.yaml"));
+        std::fs::write(&path, block).unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_crawlgate"))
+            .args(["validate", "--config"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "README block {i}:\n{block}\n{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
 }
 
 #[test]

@@ -446,7 +446,7 @@ fn requests_that_cannot_be_read_are_refused_with_a_reason_a_log_line_and_a_count
         let status = nginx.split(' ').nth(1).unwrap_or("");
         // nginx forwards a raw `<` and reads 300 header lines; pingora refuses both before any
         // of crawlgate's code runs (its URI type rejects the byte, its parser stops at 256
-        // lines): differences README names. An absolute-form target for another host, nginx
+        // lines): differences docs/manual.md names. An absolute-form target for another host, nginx
         // serves as that host's request; pingora refuses it, and so says crawlgate.
         let expected = match *reason {
             "invalid_request_line" | "too_many_headers" | "host_mismatch" => "200",

@@ -182,8 +182,9 @@ pub fn run(
         Guarded::new(app, registry.clone()),
     );
     proxy.set_connection_filter(Arc::new(Gate(registry.clone())));
-    // Each connection gets a read buffer of this size, by listener kind (README, "Memory per
-    // connection"): pingora's 64 KiB default is most of an idle keep-alive connection's memory.
+    // Each connection gets a read buffer of this size, by listener kind (benches/RESULTS.md,
+    // "Memory per connection"): pingora's 64 KiB default is most of an idle keep-alive
+    // connection's memory.
     let buffers = L4BufferSettings::default().read(settings.pingora.read_buffer_bytes);
     let tls_buffers = L4BufferSettings::default().read(settings.pingora.tls_read_buffer_bytes);
     for addr in &settings.listen {

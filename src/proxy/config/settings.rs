@@ -153,7 +153,7 @@ pub struct PingoraSettings {
 /// The read buffer of a plain-HTTP client connection: none. pingora's HTTP layer reads a header
 /// into a buffer of its own and a body straight into its chunks, so a buffer below it only
 /// copies; without one an idle keep-alive connection costs a fraction of the memory
-/// (`benches/load/connections.sh`, README "Memory per connection").
+/// (`benches/load/connections.sh`, benches/RESULTS.md "Memory per connection").
 pub const DEFAULT_READ_BUFFER_BYTES: usize = 0;
 
 /// The read buffer of a TLS client connection: one TLS record, so that OpenSSL reads a record

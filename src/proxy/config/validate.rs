@@ -241,7 +241,7 @@ impl Validator<'_> {
                 threads,
                 grace_period_seconds: pingora.grace_period_seconds.map_or(5, |n| n.0),
                 // One thread has no one to steal from: pingora's single-threaded runtime then
-                // spends less CPU per request and has a lower p99 (README, "Settings").
+                // spends less CPU per request and has a lower p99 (benches/RESULTS.md, "Settings").
                 work_stealing: pingora.work_stealing.unwrap_or(threads > 1),
                 upstream_keepalive_pool_size: pingora
                     .upstream_keepalive_pool_size

@@ -9,7 +9,7 @@
 //! reports itself degraded and stops asking until a probe (every half second, off the request
 //! path) gets an answer within the budget again.
 //!
-//! Keys (see the README for their sizes and lifetimes): `crawlgate:SITE:delay:SUBJECT` (the
+//! Keys (see docs/manual.md for their sizes and lifetimes): `crawlgate:SITE:delay:SUBJECT` (the
 //! next allowed time, expiring then), `crawlgate:SITE:fetch:SUBJECT` (the last robots.txt fetch,
 //! expiring after the longer of the read window and grace) and `crawlgate:dns:TOKEN:ADDRESS`
 //! (an outcome, expiring after its TTL), and `crawlgate:sig:DIGEST` (a listed directory's
