@@ -15,18 +15,20 @@
 //! [`Matching`] narrows the places further. A header that no known token names is an unnamed
 //! crawler when it carries a crawler [`Signal`]: a crawler word in one of those places, the
 //! form crawlers write (`(compatible; Name)`, a name in the engine comment), a URL or an
-//! e-mail address outside platform and app comments, a product named by a site, a subscriber
-//! count. Anything else is a person.
+//! e-mail address outside platform and app comments, a product or a comment named by a site,
+//! a subscriber count. Anything else is a person.
 //!
-//! One Aho-Corasick automaton holds every known token, so a header is scanned once whatever
-//! the size of the catalog (see [`Classifier::classify`]).
+//! A known token is looked up by the header's runs (one hash lookup a run, whatever the size of
+//! the catalog), and what any crawler signal needs is found by one search for a few dozen
+//! literals (see [`Classifier::classify`]).
 
 pub mod grammar;
 pub mod vocabulary;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use foldhash::fast::FixedState;
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use crate::robots::token::is_product_token;
@@ -308,8 +310,8 @@ pub enum Signal {
     /// An e-mail address outside platform and app comments, in a header that names no phone
     /// (`ichiro/2.0 (ichiro@nttr.co.jp)`).
     Email,
-    /// A product named by a site (`Salesforce.com`, `2ip.ru CMS Detector`), in a header that
-    /// names no phone.
+    /// A product or a comment named by a site (`Salesforce.com`, `2ip.ru CMS Detector`,
+    /// `PostRank/2.0 (postrank.com)`), in a header that names no phone.
     Domain,
     /// A subscriber count (`(12 subscribers; …)`), as feed fetchers give.
     Subscribers,
@@ -335,7 +337,7 @@ impl Signal {
             Signal::EngineComment => "a name written into the browser engine's comment",
             Signal::Url => "a URL in a comment that is not a platform's",
             Signal::Email => "an e-mail address outside a platform comment",
-            Signal::Domain => "a product named by a site",
+            Signal::Domain => "a product or a comment named by a site",
             Signal::Subscribers => "a subscriber count, as feed fetchers give",
         }
     }
@@ -403,40 +405,45 @@ impl Classified {
 #[derive(Debug, Clone)]
 pub struct Classifier {
     agents: Vec<KnownAgent>,
-    /// The tokens, lower-cased (pattern `i` is `agents[i]`); leftmost-longest, so that one
-    /// plain scan finds every whole-token match (see [`Classifier::classify`]).
-    automaton: AhoCorasick,
-    /// The tokens, then the [`marks`]: one scan tells whether a header holds anything that
-    /// could name a crawler ([`Classifier::plainly_a_person`]), and finds its whole tokens.
-    gate: AhoCorasick,
+    /// The tokens, lower-cased, and the row of each: a known token matches only a whole run of
+    /// token bytes, so a header's runs are looked up, each once.
+    tokens: HashMap<Box<[u8]>, usize, FixedState>,
+    /// The longest token's length: a longer run is no token.
+    longest: usize,
+    /// The [`marks`], searched in the lower-cased header (a few dozen literals, which the
+    /// automaton's SIMD prefilter skips to).
+    marks: AhoCorasick,
     /// The crawler words ([`vocabulary::CRAWLER_WORDS`]), found overlapping.
     words: AhoCorasick,
 }
 
 /// The marks a header must hold somewhere for the reader to find a crawler signal in it:
 /// `khtml` (an engine comment, which has a name in it unless it is exactly `KHTML, like
-/// Gecko`), the crawler words, `compatible`, `subscriber`, `://`, `@`; and, looked for by their
-/// byte ([`has_byte_marks`]), a `+` before a letter or digit (a `+site`) and a `.` before a
-/// letter (a site's name). None of these patterns can hide a whole-token match from a
-/// leftmost-longest scan: a letters-only one stays inside its run (and the longest match at a
-/// run's start is the whole run when it is a token), the others hold no letter. So the gate's
-/// scan finds the same whole tokens as the tokens' own automaton, and its answer is reused.
+/// Gecko`), the crawler words, `compatible`, `subscriber`, `://`; and, looked for by their
+/// byte ([`has_byte_marks`]), `@`, a `+` before a letter or digit (a `+site`) and a `.` before
+/// a letter (a site's name).
 fn marks() -> Vec<String> {
     let mut out = vec!["khtml".to_owned()];
     out.extend(vocabulary::CRAWLER_WORDS.iter().map(|w| (*w).to_owned()));
-    out.extend(["compatible", "subscriber", "://", "@"].map(str::to_owned));
+    out.extend(["compatible", "subscriber", "://"].map(str::to_owned));
     out
 }
 
-/// Whether the header holds a `+` before a letter or digit, or a `.` before a letter.
+/// Whether the header holds an `@`, a `+` before a letter or digit, or a `.` before a letter.
 fn has_byte_marks(header: &[u8]) -> bool {
     let before = |at: usize, test: fn(&u8) -> bool| header.get(at + 1).is_some_and(test);
-    memchr::memchr_iter(b'+', header).any(|at| before(at, u8::is_ascii_alphanumeric))
+    memchr::memchr(b'@', header).is_some()
+        || memchr::memchr_iter(b'+', header).any(|at| before(at, u8::is_ascii_alphanumeric))
         || memchr::memchr_iter(b'.', header).any(|at| before(at, u8::is_ascii_alphabetic))
 }
 
-/// What the gate's scan of a header found: whether nothing in it could name a crawler, and
-/// every whole-run token match (pattern, start, end), in order.
+/// The header, lower-cased (on the stack unless it is long).
+fn lower_cased(header: &[u8]) -> SmallVec<[u8; 512]> {
+    header.iter().map(u8::to_ascii_lowercase).collect()
+}
+
+/// What the gate found in a header: whether nothing in it could name a crawler, and every
+/// whole-run token match (row, start, end), in order.
 struct Gate {
     plain: bool,
     tokens: SmallVec<[(usize, usize, usize); 8]>,
@@ -469,30 +476,33 @@ pub enum ClassifierError {
     #[error("cannot build the User-Agent automaton: {0}")]
     Build(#[from] aho_corasick::BuildError),
 }
-fn build(kind: MatchKind, patterns: &[String]) -> Result<AhoCorasick, aho_corasick::BuildError> {
-    // Full DFAs: the fastest searches, and a few thousand short tokens keep them small.
+fn build(
+    patterns: &[String],
+    case_insensitive: bool,
+) -> Result<AhoCorasick, aho_corasick::BuildError> {
+    // Full DFAs over a few dozen short literals: small, and the fastest searches.
     AhoCorasickBuilder::new()
-        .ascii_case_insensitive(true)
-        .match_kind(kind)
+        .ascii_case_insensitive(case_insensitive)
+        .match_kind(MatchKind::Standard)
         .kind(Some(AhoCorasickKind::DFA))
-        .prefilter(false)
         .build(patterns)
-}
-
-/// Whether `header[start..end]` is a whole run of token bytes.
-fn is_whole(header: &[u8], start: usize, end: usize) -> bool {
-    (start == 0 || !is_token_byte(header[start - 1]))
-        && header.get(end).is_none_or(|&b| !is_token_byte(b))
 }
 
 /// A crawler word at `header[start..end]` names the client when it begins or ends a word (a
 /// neighbour that is not a letter: `FooBot`, `Bot-Name`, `web-crawler`, `crawl4ai`; not
-/// `OrangeBotswana`), or for some words only when it ends one
-/// ([`vocabulary::only_at_word_end`]).
+/// `OrangeBotswana`; a word also ends where a capital follows a small letter:
+/// `HeadOnlyScraperV2`, `DefaultCrawlTest`), or for some words only when it ends one
+/// ([`vocabulary::only_at_word_end`]) or only when it is one ([`vocabulary::only_as_word`]).
 fn word_counts(header: &[u8], start: usize, end: usize) -> bool {
+    let word = &header[start..end];
     let begins = start == 0 || !header[start - 1].is_ascii_alphabetic();
-    let ends = header.get(end).is_none_or(|b| !b.is_ascii_alphabetic());
-    ends || (begins && !vocabulary::only_at_word_end(&header[start..end]))
+    let ends = header.get(end).is_none_or(|b| {
+        !b.is_ascii_alphabetic() || (b.is_ascii_uppercase() && header[end - 1].is_ascii_lowercase())
+    });
+    if vocabulary::only_as_word(word) {
+        return begins && ends;
+    }
+    ends || (begins && !vocabulary::only_at_word_end(word))
 }
 
 /// Whether a token's match, in a stretch at `place` of the header, names the client by its
@@ -536,19 +546,19 @@ impl Classifier {
                 unique.push(agent);
             }
         }
-        let tokens: Vec<String> = unique
-            .iter()
-            .map(|agent| agent.token.to_ascii_lowercase())
-            .collect();
-        let gate: Vec<String> = tokens.iter().cloned().chain(marks()).collect();
+        let mut tokens = HashMap::with_hasher(FixedState::with_seed(0x746f_6b65_6e73));
+        for (row, agent) in unique.iter().enumerate() {
+            tokens.insert(agent.token.to_ascii_lowercase().into_bytes().into(), row);
+        }
         let words: Vec<String> = vocabulary::CRAWLER_WORDS
             .iter()
             .map(|w| (*w).to_owned())
             .collect();
         Ok(Classifier {
-            automaton: build(MatchKind::LeftmostLongest, &tokens)?,
-            words: build(MatchKind::Standard, &words)?,
-            gate: build(MatchKind::LeftmostLongest, &gate)?,
+            longest: unique.iter().map(|a| a.token.len()).max().unwrap_or(0),
+            tokens,
+            marks: build(&marks(), false)?,
+            words: build(&words, true)?,
             agents: unique,
         })
     }
@@ -565,13 +575,12 @@ impl Classifier {
 
     /// Classifies one User-Agent header value (bytes: headers need not be UTF-8).
     ///
-    /// The header is read once ([`grammar::read`]) into the stretches that name the client and
-    /// the signals its form gives. One non-overlapping leftmost-longest scan then finds every
-    /// whole-token match: such a match starts where a run of `[A-Za-z_-]` starts, no match can
-    /// straddle that start (the patterns hold no other byte), and the longest pattern matching
-    /// there is the token that spans the whole run, if any does. A match counts when it lies in
-    /// one of the stretches (they start where runs start) and its [`Matching`] allows the
-    /// place. Crawler words are looked for only when no token decides.
+    /// Each run of `[A-Za-z_-]` of the header is looked up among the tokens (a token matches
+    /// only a whole run). The header is read ([`grammar::read`]) into the stretches that name
+    /// the client and the signals its form gives; a token counts when it starts in one of the
+    /// stretches (a name of several words, `Xenu Link Sleuth`, runs on over the products after
+    /// it) and its [`Matching`] allows the place. Crawler words are looked for only when no
+    /// token decides.
     ///
     /// Most headers are people's, and most of those hold nothing that could name a crawler: no
     /// catalog token that may count, and none of the marks any signal needs ([`marks`]). Such
@@ -604,38 +613,49 @@ impl Classifier {
         )
     }
 
-    /// One scan of the gate automaton ([`marks`]).
-    fn gate(&self, user_agent: &[u8]) -> Gate {
-        let agents = self.agents.len();
-        let mut gate = Gate {
-            plain: true,
-            tokens: SmallVec::new(),
-        };
-        for found in self.gate.find_iter(user_agent) {
-            let (start, end, pattern) = (found.start(), found.end(), found.pattern().as_usize());
-            match self.agents.get(pattern) {
-                Some(agent) => {
-                    let whole = is_whole(user_agent, start, end);
-                    if whole {
-                        gate.tokens.push((pattern, start, end));
-                    }
-                    let never = matches!(agent.matching, Matching::Never | Matching::PersonsApp);
-                    gate.plain &= whole && never;
-                }
-                None => {
-                    gate.plain &= pattern == agents && plain_engine_comment(user_agent, start);
+    /// Every whole run of token bytes of `lower` (the header, lower-cased) that is a known
+    /// token: (row, start, end), in order.
+    fn tokens_in(&self, lower: &[u8]) -> SmallVec<[(usize, usize, usize); 8]> {
+        let mut out = SmallVec::new();
+        let mut at = 0;
+        while at < lower.len() {
+            if !is_token_byte(lower[at]) {
+                at += 1;
+                continue;
+            }
+            let start = at;
+            while lower.get(at).is_some_and(|&b| is_token_byte(b)) {
+                at += 1;
+            }
+            if at - start <= self.longest {
+                if let Some(&row) = self.tokens.get(&lower[start..at]) {
+                    out.push((row, start, at));
                 }
             }
         }
-        gate.plain = gate.plain && !has_byte_marks(user_agent);
-        gate
+        out
     }
 
-    /// Whether `user_agent` holds nothing that could name a crawler: no run that a token of this
-    /// classifier may count as or hide a word in, and none of the [`marks`] that every crawler
-    /// signal needs (a `khtml` that opens exactly `KHTML, like Gecko)` is none). Such a header is
-    /// a person's; a site's own tokens need a signal too, so none can name it either. One scan:
-    /// any match but a whole token that never counts, or a plain engine comment, says no.
+    /// The gate: the header's whole-run tokens, and whether it holds none that may count and
+    /// none of the [`marks`] (a `khtml` that opens a plain engine comment is none).
+    fn gate(&self, user_agent: &[u8]) -> Gate {
+        let lower = lower_cased(user_agent);
+        let tokens = self.tokens_in(&lower);
+        let plain = tokens.iter().all(|&(row, _, _)| {
+            matches!(
+                self.agents[row].matching,
+                Matching::Never | Matching::PersonsApp
+            )
+        }) && self.marks.find_iter(&lower[..]).all(|found| {
+            found.pattern().as_usize() == 0 && plain_engine_comment(user_agent, found.start())
+        }) && !has_byte_marks(user_agent);
+        Gate { plain, tokens }
+    }
+
+    /// Whether `user_agent` holds nothing that could name a crawler: no run that is a token of
+    /// this classifier that may count, and none of the [`marks`] that every crawler signal
+    /// needs (a `khtml` that opens exactly `KHTML, like Gecko)` is none). Such a header is a
+    /// person's; a site's own tokens need a signal too, so none can name it either.
     pub fn plainly_a_person(&self, user_agent: &[u8]) -> bool {
         self.gate(user_agent).plain
     }
@@ -643,12 +663,7 @@ impl Classifier {
     /// [`Classifier::read`] of a header already read by [`grammar::read`]: classifiers of the
     /// same header (a site's catalog and its own tokens) share one reading.
     pub fn read_with(&self, user_agent: &[u8], reading: &grammar::Reading) -> Classified {
-        let tokens: SmallVec<[(usize, usize, usize); 8]> = self
-            .automaton
-            .find_iter(user_agent)
-            .map(|found| (found.pattern().as_usize(), found.start(), found.end()))
-            .filter(|&(_, start, end)| is_whole(user_agent, start, end))
-            .collect();
+        let tokens = self.tokens_in(&lower_cased(user_agent));
         self.decide(user_agent, reading, &tokens)
     }
 
@@ -673,7 +688,8 @@ impl Classifier {
             if !tail_follows(user_agent, end, agent.tail()) {
                 continue;
             }
-            let end = end + agent.tail().len();
+            // The token must stand in a stretch that names the client; a name of several words
+            // (`Xenu Link Sleuth`) runs on over the products after it.
             while spans.get(at).is_some_and(|span| span.end <= start) {
                 at += 1;
             }
@@ -687,6 +703,7 @@ impl Classifier {
                 own_app |= span.place.is_product();
                 continue;
             }
+            let end = end + agent.tail().len();
             let versioned = user_agent.get(end) == Some(&b'/');
             if !counts_at(agent.matching, span.place, versioned) {
                 continue;
@@ -732,14 +749,24 @@ impl Classifier {
         }
     }
 
-    /// Whether a crawler word stands in one of the stretches that name the client.
+    /// Whether a crawler word stands in one of the stretches that name the client: one
+    /// overlapping scan from the first stretch to the last, whose matches come in the order
+    /// they end (the stretches are disjoint and in order).
     fn has_word(&self, header: &[u8], spans: &[grammar::Span]) -> bool {
-        spans.iter().any(|span| {
-            let text = &header[span.start..span.end];
-            self.words.find_overlapping_iter(text).any(|found| {
-                word_counts(header, span.start + found.start(), span.start + found.end())
+        let (Some(first), Some(last)) = (spans.first(), spans.last()) else {
+            return false;
+        };
+        let mut at = 0;
+        self.words
+            .find_overlapping_iter(&header[first.start..last.end])
+            .any(|found| {
+                let (start, end) = (first.start + found.start(), first.start + found.end());
+                while spans.get(at).is_some_and(|span| span.end < end) {
+                    at += 1;
+                }
+                spans.get(at).is_some_and(|span| span.start <= start)
+                    && word_counts(header, start, end)
             })
-        })
     }
 }
 
@@ -889,6 +916,60 @@ mod tests {
         let c = Classifier::new([known("Spider", Category::Other)]).unwrap();
         assert_eq!(token(&c, "spider/2"), Some("Spider"));
         assert_eq!(c.classify(b"spiders/2"), Who::Unnamed);
+    }
+
+    #[test]
+    fn a_name_of_several_words_runs_on_over_products() {
+        let c = Classifier::new([
+            KnownAgent {
+                name: "Xenu Link Sleuth".into(),
+                matching: Matching::Product,
+                ..known("Xenu", Category::Seo)
+            },
+            KnownAgent {
+                name: "ContextAd Bot".into(),
+                matching: Matching::Product,
+                ..known("ContextAd", Category::Other)
+            },
+        ])
+        .unwrap();
+        assert_eq!(token(&c, "Xenu Link Sleuth/1.3.8"), Some("Xenu"));
+        assert_eq!(
+            token(
+                &c,
+                "Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.0;.NET CLR 1.0.3705; ContextAd Bot 1.0)"
+            ),
+            Some("ContextAd")
+        );
+        // The whole name, or nothing.
+        assert_eq!(c.classify(b"Xenu Link/1.0"), Who::Person);
+        assert_eq!(c.classify(b"Xenu Link Sleuths/1.0"), Who::Person);
+    }
+
+    #[test]
+    fn tool_words_and_where_words_end() {
+        let c = classifier();
+        let who = |h: &str| c.classify(h.as_bytes());
+        for crawler in [
+            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/49.0.2623.75 Safari/537.36 Google Favicon",
+            "Mozilla/5.0 YottaaMonitor;",
+            "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/99.0 Safari/537.36 RuxitSynthetic/1.0 v1090987875435353284",
+            "W3C_I18n-Checker/1.0",
+            "Library Of Congress Web Archiving",
+            "Google Web Preview",
+            "Honeybadger Uptime Check",
+            "Mozilla/5.0 (HeadOnlyScraperV2)",
+            "DefaultCrawlTest/0.6 (Ram Crawl Test; devarajaswami at yahoo dot com)",
+        ] {
+            assert_eq!(who(crawler), Who::Unnamed, "{crawler}");
+        }
+        for person in [
+            "Mozilla/5.0 (Windows; U; Windows NT 6.1; en-US; rv:1.9.3a1) Gecko/20100208 MozillaDeveloperPreview/3.7a1 (.NET CLR 3.5.30729)",
+            "Mozilla/5.0 (Linux; Android 13; 2201116SI Build/TKQ1.221114.001; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/125.0.6422.165 Mobile Safari/537.36 CamScanner/4.5.0.2305051722",
+            "ShopApp/2.0 csh-store-checkout",
+        ] {
+            assert_eq!(who(person), Who::Person, "{person}");
+        }
     }
 
     #[test]
@@ -1086,12 +1167,14 @@ mod tests {
             if let Some(index) = found {
                 let agent = &c.agents()[index];
                 let end = run_end + agent.tail().len();
-                if let (true, Some(span)) =
-                    (tail_follows(ua, run_end, agent.tail()), span_of(start, end))
-                {
+                if let (true, Some(span)) = (
+                    tail_follows(ua, run_end, agent.tail()),
+                    span_of(start, run_end),
+                ) {
+                    let versioned = ua.get(end) == Some(&b'/');
                     if agent.matching == Matching::PersonsApp {
                         own_app |= span.place.is_product();
-                    } else if counts_at(agent.matching, span.place, ua.get(end) == Some(&b'/')) {
+                    } else if counts_at(agent.matching, span.place, versioned) {
                         let slot = if agent.matching == Matching::WithSignal {
                             &mut best_signal
                         } else {
