@@ -18,17 +18,15 @@
 //! e-mail address outside platform and app comments, a product or a comment named by a site,
 //! a subscriber count. Anything else is a person.
 //!
-//! A known token is looked up by the header's runs (one hash lookup a run, whatever the size of
-//! the catalog), and what any crawler signal needs is found by one search for a few dozen
-//! literals (see [`Classifier::classify`]).
+//! One Aho-Corasick automaton holds every known token, so a header is scanned once whatever
+//! the size of the catalog (see [`Classifier::classify`]).
 
 pub mod grammar;
 pub mod vocabulary;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
-use foldhash::fast::FixedState;
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 
 use crate::robots::token::is_product_token;
@@ -405,45 +403,40 @@ impl Classified {
 #[derive(Debug, Clone)]
 pub struct Classifier {
     agents: Vec<KnownAgent>,
-    /// The tokens, lower-cased, and the row of each: a known token matches only a whole run of
-    /// token bytes, so a header's runs are looked up, each once.
-    tokens: HashMap<Box<[u8]>, usize, FixedState>,
-    /// The longest token's length: a longer run is no token.
-    longest: usize,
-    /// The [`marks`], searched in the lower-cased header (a few dozen literals, which the
-    /// automaton's SIMD prefilter skips to).
-    marks: AhoCorasick,
+    /// The tokens, lower-cased (pattern `i` is `agents[i]`); leftmost-longest, so that one
+    /// plain scan finds every whole-token match (see [`Classifier::classify`]).
+    automaton: AhoCorasick,
+    /// The tokens, then the [`marks`]: one scan tells whether a header holds anything that
+    /// could name a crawler ([`Classifier::plainly_a_person`]), and finds its whole tokens.
+    gate: AhoCorasick,
     /// The crawler words ([`vocabulary::CRAWLER_WORDS`]), found overlapping.
     words: AhoCorasick,
 }
 
 /// The marks a header must hold somewhere for the reader to find a crawler signal in it:
 /// `khtml` (an engine comment, which has a name in it unless it is exactly `KHTML, like
-/// Gecko`), the crawler words, `compatible`, `subscriber`, `://`; and, looked for by their
-/// byte ([`has_byte_marks`]), `@`, a `+` before a letter or digit (a `+site`) and a `.` before
-/// a letter (a site's name).
+/// Gecko`), the crawler words, `compatible`, `subscriber`, `://`, `@`; and, looked for by their
+/// byte ([`has_byte_marks`]), a `+` before a letter or digit (a `+site`) and a `.` before a
+/// letter (a site's name). None of these patterns can hide a whole-token match from a
+/// leftmost-longest scan: a letters-only one stays inside its run (and the longest match at a
+/// run's start is the whole run when it is a token), the others hold no letter. So the gate's
+/// scan finds the same whole tokens as the tokens' own automaton, and its answer is reused.
 fn marks() -> Vec<String> {
     let mut out = vec!["khtml".to_owned()];
     out.extend(vocabulary::CRAWLER_WORDS.iter().map(|w| (*w).to_owned()));
-    out.extend(["compatible", "subscriber", "://"].map(str::to_owned));
+    out.extend(["compatible", "subscriber", "://", "@"].map(str::to_owned));
     out
 }
 
-/// Whether the header holds an `@`, a `+` before a letter or digit, or a `.` before a letter.
+/// Whether the header holds a `+` before a letter or digit, or a `.` before a letter.
 fn has_byte_marks(header: &[u8]) -> bool {
     let before = |at: usize, test: fn(&u8) -> bool| header.get(at + 1).is_some_and(test);
-    memchr::memchr(b'@', header).is_some()
-        || memchr::memchr_iter(b'+', header).any(|at| before(at, u8::is_ascii_alphanumeric))
+    memchr::memchr_iter(b'+', header).any(|at| before(at, u8::is_ascii_alphanumeric))
         || memchr::memchr_iter(b'.', header).any(|at| before(at, u8::is_ascii_alphabetic))
 }
 
-/// The header, lower-cased (on the stack unless it is long).
-fn lower_cased(header: &[u8]) -> SmallVec<[u8; 512]> {
-    header.iter().map(u8::to_ascii_lowercase).collect()
-}
-
-/// What the gate found in a header: whether nothing in it could name a crawler, and every
-/// whole-run token match (row, start, end), in order.
+/// What the gate's scan of a header found: whether nothing in it could name a crawler, and
+/// every whole-run token match (pattern, start, end), in order.
 struct Gate {
     plain: bool,
     tokens: SmallVec<[(usize, usize, usize); 8]>,
@@ -476,16 +469,20 @@ pub enum ClassifierError {
     #[error("cannot build the User-Agent automaton: {0}")]
     Build(#[from] aho_corasick::BuildError),
 }
-fn build(
-    patterns: &[String],
-    case_insensitive: bool,
-) -> Result<AhoCorasick, aho_corasick::BuildError> {
-    // Full DFAs over a few dozen short literals: small, and the fastest searches.
+fn build(kind: MatchKind, patterns: &[String]) -> Result<AhoCorasick, aho_corasick::BuildError> {
+    // Full DFAs: the fastest searches, and a few thousand short tokens keep them small.
     AhoCorasickBuilder::new()
-        .ascii_case_insensitive(case_insensitive)
-        .match_kind(MatchKind::Standard)
+        .ascii_case_insensitive(true)
+        .match_kind(kind)
         .kind(Some(AhoCorasickKind::DFA))
+        .prefilter(false)
         .build(patterns)
+}
+
+/// Whether `header[start..end]` is a whole run of token bytes.
+fn is_whole(header: &[u8], start: usize, end: usize) -> bool {
+    (start == 0 || !is_token_byte(header[start - 1]))
+        && header.get(end).is_none_or(|&b| !is_token_byte(b))
 }
 
 /// A crawler word at `header[start..end]` names the client when it begins or ends a word (a
@@ -546,19 +543,19 @@ impl Classifier {
                 unique.push(agent);
             }
         }
-        let mut tokens = HashMap::with_hasher(FixedState::with_seed(0x746f_6b65_6e73));
-        for (row, agent) in unique.iter().enumerate() {
-            tokens.insert(agent.token.to_ascii_lowercase().into_bytes().into(), row);
-        }
+        let tokens: Vec<String> = unique
+            .iter()
+            .map(|agent| agent.token.to_ascii_lowercase())
+            .collect();
+        let gate: Vec<String> = tokens.iter().cloned().chain(marks()).collect();
         let words: Vec<String> = vocabulary::CRAWLER_WORDS
             .iter()
             .map(|w| (*w).to_owned())
             .collect();
         Ok(Classifier {
-            longest: unique.iter().map(|a| a.token.len()).max().unwrap_or(0),
-            tokens,
-            marks: build(&marks(), false)?,
-            words: build(&words, true)?,
+            automaton: build(MatchKind::LeftmostLongest, &tokens)?,
+            words: build(MatchKind::Standard, &words)?,
+            gate: build(MatchKind::LeftmostLongest, &gate)?,
             agents: unique,
         })
     }
@@ -575,12 +572,14 @@ impl Classifier {
 
     /// Classifies one User-Agent header value (bytes: headers need not be UTF-8).
     ///
-    /// Each run of `[A-Za-z_-]` of the header is looked up among the tokens (a token matches
-    /// only a whole run). The header is read ([`grammar::read`]) into the stretches that name
-    /// the client and the signals its form gives; a token counts when it starts in one of the
-    /// stretches (a name of several words, `Xenu Link Sleuth`, runs on over the products after
-    /// it) and its [`Matching`] allows the place. Crawler words are looked for only when no
-    /// token decides.
+    /// The header is read once ([`grammar::read`]) into the stretches that name the client and
+    /// the signals its form gives. One non-overlapping leftmost-longest scan then finds every
+    /// whole-token match: such a match starts where a run of `[A-Za-z_-]` starts, no match can
+    /// straddle that start (the patterns hold no other byte), and the longest pattern matching
+    /// there is the token that spans the whole run, if any does. A token counts when it lies in
+    /// one of the stretches (they start where runs start; a name of several words, `Xenu Link
+    /// Sleuth`, runs on over the products after it) and its [`Matching`] allows the place.
+    /// Crawler words are looked for only when no token decides.
     ///
     /// Most headers are people's, and most of those hold nothing that could name a crawler: no
     /// catalog token that may count, and none of the marks any signal needs ([`marks`]). Such
@@ -613,49 +612,38 @@ impl Classifier {
         )
     }
 
-    /// Every whole run of token bytes of `lower` (the header, lower-cased) that is a known
-    /// token: (row, start, end), in order.
-    fn tokens_in(&self, lower: &[u8]) -> SmallVec<[(usize, usize, usize); 8]> {
-        let mut out = SmallVec::new();
-        let mut at = 0;
-        while at < lower.len() {
-            if !is_token_byte(lower[at]) {
-                at += 1;
-                continue;
-            }
-            let start = at;
-            while lower.get(at).is_some_and(|&b| is_token_byte(b)) {
-                at += 1;
-            }
-            if at - start <= self.longest {
-                if let Some(&row) = self.tokens.get(&lower[start..at]) {
-                    out.push((row, start, at));
+    /// One scan of the gate automaton ([`marks`]).
+    fn gate(&self, user_agent: &[u8]) -> Gate {
+        let agents = self.agents.len();
+        let mut gate = Gate {
+            plain: true,
+            tokens: SmallVec::new(),
+        };
+        for found in self.gate.find_iter(user_agent) {
+            let (start, end, pattern) = (found.start(), found.end(), found.pattern().as_usize());
+            match self.agents.get(pattern) {
+                Some(agent) => {
+                    let whole = is_whole(user_agent, start, end);
+                    if whole {
+                        gate.tokens.push((pattern, start, end));
+                    }
+                    let never = matches!(agent.matching, Matching::Never | Matching::PersonsApp);
+                    gate.plain &= whole && never;
+                }
+                None => {
+                    gate.plain &= pattern == agents && plain_engine_comment(user_agent, start);
                 }
             }
         }
-        out
+        gate.plain = gate.plain && !has_byte_marks(user_agent);
+        gate
     }
 
-    /// The gate: the header's whole-run tokens, and whether it holds none that may count and
-    /// none of the [`marks`] (a `khtml` that opens a plain engine comment is none).
-    fn gate(&self, user_agent: &[u8]) -> Gate {
-        let lower = lower_cased(user_agent);
-        let tokens = self.tokens_in(&lower);
-        let plain = tokens.iter().all(|&(row, _, _)| {
-            matches!(
-                self.agents[row].matching,
-                Matching::Never | Matching::PersonsApp
-            )
-        }) && self.marks.find_iter(&lower[..]).all(|found| {
-            found.pattern().as_usize() == 0 && plain_engine_comment(user_agent, found.start())
-        }) && !has_byte_marks(user_agent);
-        Gate { plain, tokens }
-    }
-
-    /// Whether `user_agent` holds nothing that could name a crawler: no run that is a token of
-    /// this classifier that may count, and none of the [`marks`] that every crawler signal
-    /// needs (a `khtml` that opens exactly `KHTML, like Gecko)` is none). Such a header is a
-    /// person's; a site's own tokens need a signal too, so none can name it either.
+    /// Whether `user_agent` holds nothing that could name a crawler: no run that a token of this
+    /// classifier may count as or hide a word in, and none of the [`marks`] that every crawler
+    /// signal needs (a `khtml` that opens exactly `KHTML, like Gecko)` is none). Such a header is
+    /// a person's; a site's own tokens need a signal too, so none can name it either. One scan:
+    /// any match but a whole token that never counts, or a plain engine comment, says no.
     pub fn plainly_a_person(&self, user_agent: &[u8]) -> bool {
         self.gate(user_agent).plain
     }
@@ -663,7 +651,12 @@ impl Classifier {
     /// [`Classifier::read`] of a header already read by [`grammar::read`]: classifiers of the
     /// same header (a site's catalog and its own tokens) share one reading.
     pub fn read_with(&self, user_agent: &[u8], reading: &grammar::Reading) -> Classified {
-        let tokens = self.tokens_in(&lower_cased(user_agent));
+        let tokens: SmallVec<[(usize, usize, usize); 8]> = self
+            .automaton
+            .find_iter(user_agent)
+            .map(|found| (found.pattern().as_usize(), found.start(), found.end()))
+            .filter(|&(_, start, end)| is_whole(user_agent, start, end))
+            .collect();
         self.decide(user_agent, reading, &tokens)
     }
 
