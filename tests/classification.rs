@@ -348,15 +348,16 @@ fn classification_rates_on_real_labelled_user_agents() {
     );
     assert!(misread_all.len() * 100 < isbot_all.len());
     // Recall: the issue asks for 95% on crawler-user-agents and on isbot's crawlers, and for
-    // crawler-user-agents within 2 points of isbot's. This reading does not reach them (WhatsApp,
-    // a person's app by design, is 26 of crawler-user-agents' instances; isbot's list holds apps
-    // and HTTP libraries crawlgate reads as people; docs/decisions/classifier-grammar.md has the
-    // rest): the floors held are what it reaches, so that a change can only keep or raise them.
+    // crawler-user-agents within 2 points of isbot's. This reading reaches the first (96.6%),
+    // not the others (WhatsApp, a person's app by design, is 25 of crawler-user-agents'
+    // instances; isbot's list holds apps and HTTP libraries crawlgate reads as people;
+    // docs/decisions/classifier-grammar.md has the rest): the floors held are what it reaches,
+    // so that a change can only keep or raise them.
     let rate = |name: &str| rates.iter().find(|(n, _, _)| *n == name).unwrap().1;
     for (name, floor) in [
-        ("crawler-user-agents", 94.0),
-        ("isbot crawlers", 68.0),
-        ("uap-core spiders", 92.5),
+        ("crawler-user-agents", 96.5),
+        ("isbot crawlers", 70.5),
+        ("uap-core spiders", 95.5),
     ] {
         assert!(rate(name) >= floor, "{name}: {:.1}% < {floor}%", rate(name));
     }

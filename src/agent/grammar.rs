@@ -15,8 +15,7 @@
 //!   htc_botdugls; …)`, `[FBAN/FBIOS;…]`, `HbbTV/1.5.1 (+DRM;BOTECH;…)`), and their own product
 //!   in a browser's header;
 //! - URLs and e-mail addresses in a platform comment (`MyApp/2.3 (Windows NT 10.0;
-//!   support@myapp.com)` is an app with its support address), in an app shell's comments and in
-//!   Internet Explorer's `compatible` comment.
+//!   support@myapp.com)` is an app with its support address) and in an app shell's comments.
 //!
 //! The reader is one pass over the bytes to split the header and one over its parts; it holds
 //! up to a few dozen places on the stack and spills to the heap only for longer headers.
@@ -341,6 +340,27 @@ fn is_one_name(text: &[u8]) -> bool {
         && words.skip(1).all(|w| !w.contains(&b'/'))
 }
 
+/// The name an entry starts with and the words that follow it up to a URL, an address or a
+/// `+site` (`WordSurfer Spider 2.2`, `Crayon Crawler`, `CrawlDaddy v0.3.0 abot` before its
+/// `http://…`): where the entry is `(start, end)`, the stretch of it to read. A client names
+/// itself in a phrase as often as in a word, and what follows the phrase is its operator's.
+fn leading_phrase(h: &[u8], entry: (usize, usize)) -> Option<(usize, usize)> {
+    let (start, mut end) = leading_name(h, entry)?;
+    while let Some(&b' ') = h.get(end).filter(|_| end < entry.1) {
+        let from = end + 1;
+        let word_end = h[from..entry.1]
+            .iter()
+            .position(|&b| b == b' ')
+            .map_or(entry.1, |n| from + n);
+        let word = &h[from..word_end];
+        if word.first() == Some(&b'+') || word.iter().any(|&b| b == b':' || b == b'@') {
+            break;
+        }
+        end = word_end;
+    }
+    Some((start, end))
+}
+
 /// The name an entry starts with, and its version if it is written `Name/version`: where the
 /// entry is `(start, end)`, the stretch of it to read.
 fn leading_name(h: &[u8], (start, end): (usize, usize)) -> Option<(usize, usize)> {
@@ -619,7 +639,7 @@ pub fn read(h: &[u8]) -> Reading {
             }
             None if app || part.kind == Kind::Bracket => Role::AppInfo,
             None => {
-                if let Some((start, end)) = list.first().and_then(|&e| leading_name(h, e)) {
+                if let Some((start, end)) = list.first().and_then(|&e| leading_phrase(h, e)) {
                     reading.spans.push(Span {
                         start,
                         end,
@@ -633,10 +653,7 @@ pub fn read(h: &[u8]) -> Reading {
             reading.shape.platform = true;
             platform_products(h, &list, &mut reading);
         }
-        if matches!(
-            role,
-            Role::Platform | Role::AppInfo | Role::BrowserCompatible
-        ) {
+        if matches!(role, Role::Platform | Role::AppInfo) {
             continue;
         }
         for &(s, e) in &list {
@@ -647,6 +664,9 @@ pub fn read(h: &[u8]) -> Reading {
             if at_sign && has_email(entry) {
                 reading.signals.add(Signal::Email);
             }
+            // A comment's name that is a site's (`(postrank.com)`, `(WhatsMyIP.org …)`).
+            let word = entry.split(|&b| b == b' ').next().unwrap_or_default();
+            domain |= word.contains(&b'.') && is_domain(word);
             if entry.first().is_some_and(u8::is_ascii_digit) && is_subscriber_entry(entry) {
                 reading.signals.add(Signal::Subscribers);
             }
@@ -703,7 +723,7 @@ fn comment(
             let span = if is_named && !browser {
                 Some(entry)
             } else if !is_platform_entry(t) {
-                leading_name(h, entry)
+                leading_phrase(h, entry)
             } else {
                 None
             };
@@ -845,13 +865,41 @@ mod tests {
         assert!(!reading.shape.browser);
         assert!(places(h).contains(&("MistralAI-Index/1.0", Place::Compatible)));
         assert!(reading.signals.has(Signal::Compatible) && reading.signals.has(Signal::Url));
-        // Internet Explorer's is a browser's: its URL and its name count for nothing.
-        let h = "Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.1; SV1; http://example.com)";
+        // Internet Explorer's is a browser's and gives no signal by its form, but a URL there is
+        // a client's (no person's Internet Explorer of the 124,367 writes one).
+        let h = "Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.1; SV1)";
         let reading = read(h.as_bytes());
         assert!(reading.signals.is_empty(), "{:?}", reading.signals);
+        let h = "Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.1; SV1;  http://www.changedetection.com/bot.html )";
+        assert!(read(h.as_bytes()).signals.has(Signal::Url));
+        let h = "Mozilla/4.0 (compatible; MSIE 5.0; Windows 98; DigExt; Crayon Crawler)";
+        assert!(places(h).contains(&("Crayon Crawler", Place::Compatible)));
         // A device's list of products and platforms.
         let h = "Mozilla/5.0 (compatible; Teleca Q7; Brew 3.1.5; U; en) 240X400 LGE AX840";
         assert!(!read(h.as_bytes()).signals.has(Signal::Compatible));
+    }
+
+    #[test]
+    fn a_comments_name_may_be_a_phrase_or_a_site() {
+        let h = "EricssonR320/R1A (Fast Wireless Crawler)";
+        assert!(places(h).contains(&("Fast Wireless Crawler", Place::CommentName)));
+        // The phrase stops where the operator's URL or address starts.
+        let h = "Mozilla/5.0 (compatible; MSIE 9.0; Windows NT 6.1; CrawlDaddy v0.3.0 abot v1.1.1.0 http://code.google.com/p/abot)";
+        assert!(places(h).contains(&("CrawlDaddy v0.3.0 abot v1.1.1.0", Place::Compatible)));
+        assert!(read(b"PostRank/2.0 (postrank.com)")
+            .signals
+            .has(Signal::Domain));
+        assert!(read(
+            b"Mozilla/5.0 (WhatsMyIP.org Text_to_Code_Ratio_Tool) http://whatsmyip.org/ua"
+        )
+        .signals
+        .has(Signal::Domain));
+        // A site in a platform comment is its device's or its user's.
+        assert!(
+            !read(b"Mozilla/5.0 (Windows NT 10.0; example.com) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36")
+                .signals
+                .has(Signal::Domain)
+        );
     }
 
     #[test]

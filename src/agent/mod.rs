@@ -15,8 +15,8 @@
 //! [`Matching`] narrows the places further. A header that no known token names is an unnamed
 //! crawler when it carries a crawler [`Signal`]: a crawler word in one of those places, the
 //! form crawlers write (`(compatible; Name)`, a name in the engine comment), a URL or an
-//! e-mail address outside platform and app comments, a product named by a site, a subscriber
-//! count. Anything else is a person.
+//! e-mail address outside platform and app comments, a product or a comment named by a site,
+//! a subscriber count. Anything else is a person.
 //!
 //! One Aho-Corasick automaton holds every known token, so a header is scanned once whatever
 //! the size of the catalog (see [`Classifier::classify`]).
@@ -308,8 +308,8 @@ pub enum Signal {
     /// An e-mail address outside platform and app comments, in a header that names no phone
     /// (`ichiro/2.0 (ichiro@nttr.co.jp)`).
     Email,
-    /// A product named by a site (`Salesforce.com`, `2ip.ru CMS Detector`), in a header that
-    /// names no phone.
+    /// A product or a comment named by a site (`Salesforce.com`, `2ip.ru CMS Detector`,
+    /// `PostRank/2.0 (postrank.com)`), in a header that names no phone.
     Domain,
     /// A subscriber count (`(12 subscribers; …)`), as feed fetchers give.
     Subscribers,
@@ -335,7 +335,7 @@ impl Signal {
             Signal::EngineComment => "a name written into the browser engine's comment",
             Signal::Url => "a URL in a comment that is not a platform's",
             Signal::Email => "an e-mail address outside a platform comment",
-            Signal::Domain => "a product named by a site",
+            Signal::Domain => "a product or a comment named by a site",
             Signal::Subscribers => "a subscriber count, as feed fetchers give",
         }
     }
@@ -487,12 +487,19 @@ fn is_whole(header: &[u8], start: usize, end: usize) -> bool {
 
 /// A crawler word at `header[start..end]` names the client when it begins or ends a word (a
 /// neighbour that is not a letter: `FooBot`, `Bot-Name`, `web-crawler`, `crawl4ai`; not
-/// `OrangeBotswana`), or for some words only when it ends one
-/// ([`vocabulary::only_at_word_end`]).
+/// `OrangeBotswana`; a word also ends where a capital follows a small letter:
+/// `HeadOnlyScraperV2`, `DefaultCrawlTest`), or for some words only when it ends one
+/// ([`vocabulary::only_at_word_end`]) or only when it is one ([`vocabulary::only_as_word`]).
 fn word_counts(header: &[u8], start: usize, end: usize) -> bool {
+    let word = &header[start..end];
     let begins = start == 0 || !header[start - 1].is_ascii_alphabetic();
-    let ends = header.get(end).is_none_or(|b| !b.is_ascii_alphabetic());
-    ends || (begins && !vocabulary::only_at_word_end(&header[start..end]))
+    let ends = header.get(end).is_none_or(|b| {
+        !b.is_ascii_alphabetic() || (b.is_ascii_uppercase() && header[end - 1].is_ascii_lowercase())
+    });
+    if vocabulary::only_as_word(word) {
+        return begins && ends;
+    }
+    ends || (begins && !vocabulary::only_at_word_end(word))
 }
 
 /// Whether a token's match, in a stretch at `place` of the header, names the client by its
@@ -569,9 +576,10 @@ impl Classifier {
     /// the signals its form gives. One non-overlapping leftmost-longest scan then finds every
     /// whole-token match: such a match starts where a run of `[A-Za-z_-]` starts, no match can
     /// straddle that start (the patterns hold no other byte), and the longest pattern matching
-    /// there is the token that spans the whole run, if any does. A match counts when it lies in
-    /// one of the stretches (they start where runs start) and its [`Matching`] allows the
-    /// place. Crawler words are looked for only when no token decides.
+    /// there is the token that spans the whole run, if any does. A token counts when it lies in
+    /// one of the stretches (they start where runs start; a name of several words, `Xenu Link
+    /// Sleuth`, runs on over the products after it) and its [`Matching`] allows the place.
+    /// Crawler words are looked for only when no token decides.
     ///
     /// Most headers are people's, and most of those hold nothing that could name a crawler: no
     /// catalog token that may count, and none of the marks any signal needs ([`marks`]). Such
@@ -673,7 +681,8 @@ impl Classifier {
             if !tail_follows(user_agent, end, agent.tail()) {
                 continue;
             }
-            let end = end + agent.tail().len();
+            // The token must stand in a stretch that names the client; a name of several words
+            // (`Xenu Link Sleuth`) runs on over the products after it.
             while spans.get(at).is_some_and(|span| span.end <= start) {
                 at += 1;
             }
@@ -687,6 +696,7 @@ impl Classifier {
                 own_app |= span.place.is_product();
                 continue;
             }
+            let end = end + agent.tail().len();
             let versioned = user_agent.get(end) == Some(&b'/');
             if !counts_at(agent.matching, span.place, versioned) {
                 continue;
@@ -732,14 +742,24 @@ impl Classifier {
         }
     }
 
-    /// Whether a crawler word stands in one of the stretches that name the client.
+    /// Whether a crawler word stands in one of the stretches that name the client: one
+    /// overlapping scan from the first stretch to the last, whose matches come in the order
+    /// they end (the stretches are disjoint and in order).
     fn has_word(&self, header: &[u8], spans: &[grammar::Span]) -> bool {
-        spans.iter().any(|span| {
-            let text = &header[span.start..span.end];
-            self.words.find_overlapping_iter(text).any(|found| {
-                word_counts(header, span.start + found.start(), span.start + found.end())
+        let (Some(first), Some(last)) = (spans.first(), spans.last()) else {
+            return false;
+        };
+        let mut at = 0;
+        self.words
+            .find_overlapping_iter(&header[first.start..last.end])
+            .any(|found| {
+                let (start, end) = (first.start + found.start(), first.start + found.end());
+                while spans.get(at).is_some_and(|span| span.end < end) {
+                    at += 1;
+                }
+                spans.get(at).is_some_and(|span| span.start <= start)
+                    && word_counts(header, start, end)
             })
-        })
     }
 }
 
@@ -889,6 +909,60 @@ mod tests {
         let c = Classifier::new([known("Spider", Category::Other)]).unwrap();
         assert_eq!(token(&c, "spider/2"), Some("Spider"));
         assert_eq!(c.classify(b"spiders/2"), Who::Unnamed);
+    }
+
+    #[test]
+    fn a_name_of_several_words_runs_on_over_products() {
+        let c = Classifier::new([
+            KnownAgent {
+                name: "Xenu Link Sleuth".into(),
+                matching: Matching::Product,
+                ..known("Xenu", Category::Seo)
+            },
+            KnownAgent {
+                name: "ContextAd Bot".into(),
+                matching: Matching::Product,
+                ..known("ContextAd", Category::Other)
+            },
+        ])
+        .unwrap();
+        assert_eq!(token(&c, "Xenu Link Sleuth/1.3.8"), Some("Xenu"));
+        assert_eq!(
+            token(
+                &c,
+                "Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.0;.NET CLR 1.0.3705; ContextAd Bot 1.0)"
+            ),
+            Some("ContextAd")
+        );
+        // The whole name, or nothing.
+        assert_eq!(c.classify(b"Xenu Link/1.0"), Who::Person);
+        assert_eq!(c.classify(b"Xenu Link Sleuths/1.0"), Who::Person);
+    }
+
+    #[test]
+    fn tool_words_and_where_words_end() {
+        let c = classifier();
+        let who = |h: &str| c.classify(h.as_bytes());
+        for crawler in [
+            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/49.0.2623.75 Safari/537.36 Google Favicon",
+            "Mozilla/5.0 YottaaMonitor;",
+            "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/99.0 Safari/537.36 RuxitSynthetic/1.0 v1090987875435353284",
+            "W3C_I18n-Checker/1.0",
+            "Library Of Congress Web Archiving",
+            "Google Web Preview",
+            "Honeybadger Uptime Check",
+            "Mozilla/5.0 (HeadOnlyScraperV2)",
+            "DefaultCrawlTest/0.6 (Ram Crawl Test; devarajaswami at yahoo dot com)",
+        ] {
+            assert_eq!(who(crawler), Who::Unnamed, "{crawler}");
+        }
+        for person in [
+            "Mozilla/5.0 (Windows; U; Windows NT 6.1; en-US; rv:1.9.3a1) Gecko/20100208 MozillaDeveloperPreview/3.7a1 (.NET CLR 3.5.30729)",
+            "Mozilla/5.0 (Linux; Android 13; 2201116SI Build/TKQ1.221114.001; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/125.0.6422.165 Mobile Safari/537.36 CamScanner/4.5.0.2305051722",
+            "ShopApp/2.0 csh-store-checkout",
+        ] {
+            assert_eq!(who(person), Who::Person, "{person}");
+        }
     }
 
     #[test]
@@ -1086,12 +1160,14 @@ mod tests {
             if let Some(index) = found {
                 let agent = &c.agents()[index];
                 let end = run_end + agent.tail().len();
-                if let (true, Some(span)) =
-                    (tail_follows(ua, run_end, agent.tail()), span_of(start, end))
-                {
+                if let (true, Some(span)) = (
+                    tail_follows(ua, run_end, agent.tail()),
+                    span_of(start, run_end),
+                ) {
+                    let versioned = ua.get(end) == Some(&b'/');
                     if agent.matching == Matching::PersonsApp {
                         own_app |= span.place.is_product();
-                    } else if counts_at(agent.matching, span.place, ua.get(end) == Some(&b'/')) {
+                    } else if counts_at(agent.matching, span.place, versioned) {
                         let slot = if agent.matching == Matching::WithSignal {
                             &mut best_signal
                         } else {

@@ -12,10 +12,16 @@ use std::collections::HashMap;
 /// device comment) they never count, so `CUBOT_X30` or `htc_botdugls` is nobody's crawler.
 /// `crawl` and `robot` count only where they end a word (`sitecrawl`, `crawl4ai`, `nomore404.com
 /// robot/1.1`): words that start with them are too often something else (`Crawley`, a town;
-/// `Robotics`). Words people's apps are often named with (`scan`, `monitor`, `check`, `proxy`,
-/// `preview`) are left out: in the measured corpora they found a crawler or two each, and
-/// `CamScanner` or `Baby Monitor` is an app.
-pub const CRAWLER_WORDS: [&str; 10] = [
+/// `Robotics`).
+///
+/// Then the words automated tools name themselves with: what they do to a site (`favicon`,
+/// `uptime`, `monitor`, `synthetic`, `checker`, `archive`), found in the crawler corpora in
+/// products such as `Google Favicon`, `YottaaMonitor`, `RuxitSynthetic/1.0`,
+/// `W3C_I18n-Checker/1.0`, `InternetArchive-1.0` and in no person's header. `preview`, `check`
+/// and `scanner` count only as words of their own (`Google Web Preview`, `Uptime Check`,
+/// `Cloudflare-Radar-Scanner`; [`only_as_word`]): people's apps end their names with them
+/// (`CamScanner`, Firefox's `MozillaDeveloperPreview`) or start them so (`checkout`).
+pub const CRAWLER_WORDS: [&str; 21] = [
     "bot",
     "crawler",
     "crawl",
@@ -26,11 +32,29 @@ pub const CRAWLER_WORDS: [&str; 10] = [
     "fetcher",
     "validator",
     "archiver",
+    "archive",
+    "archiving",
+    "favicon",
+    "uptime",
+    "monitor",
+    "synthetic",
+    "synthetics",
+    "checker",
+    "preview",
+    "check",
+    "scanner",
 ];
 
 /// Whether the crawler word `word` counts only where it ends a word (any case).
 pub fn only_at_word_end(word: &[u8]) -> bool {
     word.eq_ignore_ascii_case(b"crawl") || word.eq_ignore_ascii_case(b"robot")
+}
+
+/// Whether the crawler word `word` counts only as a word of its own (any case).
+pub fn only_as_word(word: &[u8]) -> bool {
+    [&b"preview"[..], b"check", b"scanner"]
+        .iter()
+        .any(|w| word.eq_ignore_ascii_case(w))
 }
 
 /// How a platform comment's first entry starts: an operating system, a device class, a
