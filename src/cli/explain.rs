@@ -2,12 +2,12 @@
 
 use super::{CliError, ExitStatus};
 use crate::agent::{Category, Place};
+use crate::judge::Body;
 use crate::proxy::client::Forwarding;
 use crate::proxy::config::{RobotsSource, Settings};
 use crate::proxy::decide::{self, Decision, Mode, RequestFacts};
 use crate::proxy::metrics::Metrics;
 use crate::proxy::politeness::Subject;
-use crate::proxy::service::block_message;
 use crate::proxy::site::Snapshot;
 use crate::proxy::source::{after_fetch, AfterFetch, Fetched, OriginClient};
 use crate::proxy::state::Shared;
@@ -15,6 +15,7 @@ use crate::proxy::verify::signature::check::RequestView;
 use crate::robots::path::path_and_query;
 use crate::robots::{GroupKind, Preference};
 use serde_json::json;
+use std::borrow::Cow;
 use std::io::Write;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -324,13 +325,24 @@ fn politeness(decision: &Decision) -> String {
     }
 }
 
+/// The status crawlgate answers with, when it answers itself (0: the origin answers): the
+/// judgement's, which the proxy writes.
 fn status_of(decision: &Decision) -> u16 {
-    use crate::policy::Outcome;
-    match decision.outcome {
-        Outcome::Blocked => decision.site.settings.block_status,
-        Outcome::Throttled => 429,
-        _ => 0,
-    }
+    decision.judgement.response.as_ref().map_or(0, |r| r.status)
+}
+
+/// The body of crawlgate's own answer, as the proxy writes it (robots.txt's file is named, not
+/// printed).
+fn body_of(decision: &Decision) -> Option<Cow<'_, str>> {
+    let response = decision.judgement.response.as_ref()?;
+    Some(match &response.body {
+        Body::RobotsTxt => Cow::Owned(format!(
+            "the robots.txt in force ({} bytes)\n",
+            decision.snapshot.bytes.len()
+        )),
+        Body::Static(text) => Cow::Borrowed(text),
+        Body::Text(text) => Cow::Borrowed(text),
+    })
 }
 
 fn to_json(decision: &Decision, path: &str, facts: &Facts<'_>) -> String {
@@ -348,7 +360,7 @@ fn to_json(decision: &Decision, path: &str, facts: &Facts<'_>) -> String {
         "enforce": settings.content_usage.enforce,
         "announce": settings.content_usage.announce,
         "header": preference.header_value(),
-        "refused": decision.content_usage.map(|r| r.usage),
+        "refused": decision.judgement.content_usage.map(|r| r.usage),
         "rule": decision.preference_rule(),
     });
     let value = json!({
@@ -378,15 +390,15 @@ fn to_json(decision: &Decision, path: &str, facts: &Facts<'_>) -> String {
             "group_lines": group_lines,
             "decided_by_previous_file": decision.decided_by_previous.is_some(),
         },
-        "verdict": decision.verdict.as_str(),
+        "verdict": decision.judgement.verdict.as_str(),
         "rule": rule,
         "content_usage": content_usage,
         "robots_txt": decision.robots_txt,
-        "robots_unread": decision.robots_unread,
+        "robots_unread": decision.judgement.robots_unread,
         "politeness": politeness(decision),
-        "crawl_delay": decision.crawl_delay,
-        "action": decision.action.as_str(),
-        "outcome": decision.outcome.as_str(),
+        "crawl_delay": decision.judgement.crawl_delay,
+        "action": decision.judgement.action.as_str(),
+        "outcome": decision.judgement.outcome.as_str(),
         "status": status_of(decision),
     });
     value.to_string()
@@ -491,7 +503,7 @@ fn write_text(
         writeln!(out, "origin now:    {answer}")?;
     }
     let rule = match (
-        decision.content_usage,
+        decision.judgement.content_usage,
         decision.preference_rule(),
         decision.rule(),
     ) {
@@ -518,7 +530,7 @@ fn write_text(
     writeln!(
         out,
         "verdict:       {}{previous}: {rule} for {path}",
-        decision.verdict.as_str()
+        decision.judgement.verdict.as_str()
     )?;
     let preference = preference_of(decision, path);
     if !preference.is_unknown() {
@@ -535,18 +547,18 @@ fn write_text(
             preference.describe(&snapshot.robots.file().preferences)
         )?;
     }
-    let read = match decision.last_robots_fetch {
+    let read = match decision.judgement.last_robots_fetch {
         Some(at) => format!("last fetched {}", humantime::format_rfc3339_seconds(at)),
         None => "not fetched (as far as this process knows)".to_owned(),
     };
-    let unread = if decision.robots_unread {
+    let unread = if decision.judgement.robots_unread {
         ": robots_unread"
     } else {
         ""
     };
     writeln!(out, "robots.txt read: {read}{unread}")?;
     writeln!(out, "politeness:    {}", politeness(decision))?;
-    match &decision.crawl_delay {
+    match &decision.judgement.crawl_delay {
         Some(delay) => writeln!(
             out,
             "crawl-delay:   {} s ({}){}",
@@ -569,11 +581,20 @@ fn write_text(
     writeln!(
         out,
         "action:        {} → {}{status}",
-        decision.action.as_str(),
-        decision.outcome.as_str()
+        decision.judgement.action.as_str(),
+        decision.judgement.outcome.as_str()
     )?;
-    if decision.outcome == crate::policy::Outcome::Blocked {
-        write!(out, "response:      {}", block_message(decision, path))?;
+    if let Some(body) = body_of(decision) {
+        let retry = decision
+            .judgement
+            .response
+            .as_ref()
+            .and_then(|r| r.retry_after)
+            .map_or(String::new(), |s| format!(" {s} s"));
+        write!(out, "response:      {body}")?;
+        if !retry.is_empty() {
+            writeln!(out, "retry-after:  {retry}")?;
+        }
     }
     Ok(())
 }
