@@ -635,4 +635,71 @@ mod tests {
         );
         assert_eq!(host_of_url("/x"), None);
     }
+
+    /// What explain prints is the judgement the proxy writes: a crawler that comes again within
+    /// its crawl-delay is answered 429 with Retry-After, not 403.
+    #[test]
+    fn a_throttled_request_is_explained_with_the_proxys_429() {
+        let yaml = "listen: [\"127.0.0.1:1\"]\nsites:\n  - name: s\n    upstream: \"127.0.0.1:9\"\n    robots: {inline: \"User-agent: *\\nCrawl-delay: 30\\nDisallow: /private/\\n\"}\n    crawl_delay: enforce\n";
+        let settings = Settings::from_yaml(yaml, "t", std::path::Path::new("/")).unwrap();
+        let shared = Shared::new(&settings, Metrics::new().unwrap(), None).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let facts = RequestFacts {
+            host: Some(b"a.test"),
+            path: "/page",
+            user_agent: b"FooBot/1.0 (+https://foo.test/bot)",
+            peer: Some("192.0.2.7".parse().unwrap()),
+            forwarding: Forwarding::Lines(&[]),
+            signature: None,
+        };
+        let look = Mode {
+            record: false,
+            use_dns: false,
+        };
+        let decide = |mode| {
+            runtime
+                .block_on(decide::decide(&shared, &facts, mode))
+                .unwrap()
+        };
+        // The first request takes the crawler's slot; the next one, at once, is too soon.
+        let first = decide(Mode {
+            record: true,
+            use_dns: false,
+        });
+        assert_eq!(status_of(&first), 0);
+        let again = decide(look);
+        let request = Explained {
+            path: "/page",
+            user_agent: facts.user_agent,
+            header_lines: &[],
+            origin_now: None,
+        };
+        let json = render(&settings, &again, &request, true).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            (json["outcome"].as_str(), json["status"].as_u64()),
+            (Some("throttled"), Some(429))
+        );
+        let text = render(&settings, &again, &request, false).unwrap();
+        assert!(text.contains("→ throttled (429)"), "{text}");
+        assert!(
+            text.contains("response:      robots.txt asks unnamed to wait 30 s"),
+            "{text}"
+        );
+        assert!(text.contains("retry-after:   30 s"), "{text}");
+        let blocked = runtime
+            .block_on(decide::decide(
+                &shared,
+                &RequestFacts {
+                    path: "/private/x",
+                    ..facts
+                },
+                look,
+            ))
+            .unwrap();
+        assert_eq!(status_of(&blocked), 403);
+    }
 }

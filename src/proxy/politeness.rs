@@ -11,7 +11,7 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// Whom politeness state is kept for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -61,7 +61,7 @@ mod tests {
 
     #[test]
     fn grace_paces_only_a_crawler_that_read_the_previous_file() {
-        let loaded = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let loaded = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
         let previous = loaded - Duration::from_secs(100);
         let query = PaceQuery {
             delay: Duration::from_secs(5),
