@@ -27,6 +27,9 @@
 //! - [`crawlers`] (feature `cli`): a site's crawler table (token, name, category, action,
 //!   verification, the groups each obeys), which the proxy, `explain` and `audit` share; a
 //!   [`agent::Who`]'s crawler is one of its rows.
+//! - [`judge`] (feature `cli`): what was observed of a request × the site's law (robots.txt,
+//!   crawler table, policy) → the [`judge::Judgement`]: verdict, rule, outcome, the answer
+//!   crawlgate gives itself, the labels to count. Pure; the proxy, `explain` and `audit` share it.
 //! - [`audit`] (feature `cli`): access logs → what each crawler did, replayed against robots.txt.
 //! - [`cli`] (feature `cli`): the command line over the library.
 //! - [`proxy`] (feature `proxy`): the pingora reverse proxy, its configuration, hot reload and
@@ -54,6 +57,8 @@ pub mod catalog;
 pub mod cli;
 #[cfg(feature = "cli")]
 pub mod crawlers;
+#[cfg(feature = "cli")]
+pub mod judge;
 #[cfg(feature = "proxy")]
 pub mod proxy;
 

@@ -140,12 +140,12 @@ proptest! {
                 };
                 // What the decision says hangs together.
                 if !decision.is_crawler() {
-                    prop_assert_eq!(decision.outcome, Outcome::Forwarded, "a person is never refused");
+                    prop_assert_eq!(decision.judgement.outcome, Outcome::Forwarded, "a person is never refused");
                 }
-                if decision.outcome == Outcome::Blocked && decision.verification.result.as_str() != "spoofed" {
+                if decision.judgement.outcome == Outcome::Blocked && decision.verification.result.as_str() != "spoofed" {
                     prop_assert!(decision.rule().is_some() || decision.snapshot.stand_in_reason().is_some());
                 }
-                if let Some(delay) = &decision.crawl_delay {
+                if let Some(delay) = &decision.judgement.crawl_delay {
                     prop_assert!(delay.seconds <= 86_400.0, "{}", delay.seconds);
                     prop_assert!(delay.retry_after_seconds.is_none_or(|s| s <= 86_400));
                 }
@@ -154,7 +154,7 @@ proptest! {
                 prop_assert!(text.starts_with("site:"), "{}", text);
                 let json = render_explanation(&world.settings, &decision, &request, true).unwrap();
                 let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
-                prop_assert_eq!(parsed["outcome"].as_str(), Some(decision.outcome.as_str()));
+                prop_assert_eq!(parsed["outcome"].as_str(), Some(decision.judgement.outcome.as_str()));
             }
         }
     }

@@ -2,10 +2,11 @@
 //! corpus of `tests/common/people.rs`: uap-core's fixtures, real traffic from the npm package
 //! `user-agents`, isbot's browser fixtures) replayed against every robots.txt of the shared
 //! corpus of real files (`CRAWLGATE_CORPUS`, else `../shared/corpus/real`, read where it lies;
-//! skipped with a note when absent), through the decision the proxy runs
-//! (`proxy::decide::decide`, recording politeness state as the proxy does; reverse DNS off, so
-//! that no lookup leaves the machine): one site per file, with the file's own tokens, the
-//! default configuration (`action: block`), and the paths each file disallows to some crawler.
+//! skipped with a note when absent), through the decision the proxy runs: what the proxy
+//! gathers (`proxy::decide::gather`, recording politeness state as the proxy does; reverse DNS
+//! off, so that no lookup leaves the machine), judged by `judge::judge`, whose answer the proxy
+//! writes. One site per file, with the file's own tokens, the default configuration
+//! (`action: block`), and the paths each file disallows to some crawler.
 //!
 //! Each person's header is decided on every site for the first of those paths; when the
 //! decision reads it as a crawler, on all of them.
@@ -14,10 +15,11 @@
 mod common;
 
 use bytes::Bytes;
+use crawlgate::judge;
 use crawlgate::policy::Outcome;
 use crawlgate::proxy::client::Forwarding;
 use crawlgate::proxy::config::Settings;
-use crawlgate::proxy::decide::{decide, Mode, RequestFacts};
+use crawlgate::proxy::decide::{gather, Mode, RequestFacts};
 use crawlgate::proxy::metrics::Metrics;
 use crawlgate::proxy::site::{Snapshot, SourceState};
 use crawlgate::proxy::state::Shared;
@@ -159,16 +161,26 @@ fn people_are_never_refused_by_real_robots_txt_files() {
                                 record: true,
                                 use_dns: false,
                             };
-                            let decision = runtime.block_on(decide(shared, &facts, mode)).unwrap();
+                            let gathered = runtime.block_on(gather(shared, &facts, mode)).unwrap();
+                            let is_crawler = gathered.who.is_crawler();
+                            let judgement = judge::judge(
+                                &gathered.observed(),
+                                &gathered.law(),
+                                &gathered.reading,
+                                gathered.visit,
+                            );
                             requests += 1;
                             decisions += 1;
-                            if matches!(decision.outcome, Outcome::Blocked | Outcome::Throttled) {
+                            let refused =
+                                matches!(judgement.outcome, Outcome::Blocked | Outcome::Throttled)
+                                    || judgement.response.as_ref().is_some_and(|r| r.status >= 400);
+                            if refused {
                                 found.push(format!(
                                     "{name}: {path} refused to {user_agent} (read as {})",
-                                    decision.bot()
+                                    gathered.judge().bot()
                                 ));
                             }
-                            if !decision.is_crawler() {
+                            if !is_crawler {
                                 // A person's decision never looks at the path: the other paths
                                 // of this file are decided alike.
                                 assert_eq!(n, 0);

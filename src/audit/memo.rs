@@ -6,7 +6,7 @@
 //! (a few hundred nanoseconds a path, mostly cache misses); a remembered one is a hash lookup.
 //! The memo is bounded: when full it starts over.
 
-use crate::robots::{Robots, Selected};
+use crate::robots::{path, Robots, Selected};
 use std::collections::HashMap;
 
 /// How many verdicts are remembered, over all selections, before starting over.
@@ -56,10 +56,23 @@ impl Memo {
         selected: Selected,
         path: &str,
     ) -> Decided {
+        let normal = path::normalize(path::path_and_query(path).as_bytes()).into_owned();
+        self.check_normalized(robots, selection, selected, &normal)
+    }
+
+    /// The verdict of [`Robots::check_normalized`] for `selected`, numbered `selection`, of a
+    /// path already reduced and normalised (the replay normalises each line's path once).
+    pub fn check_normalized(
+        &mut self,
+        robots: &Robots,
+        selection: usize,
+        selected: Selected,
+        path: &[u8],
+    ) -> Decided {
         let Some(verdicts) = self.verdicts.get_mut(selection) else {
             return decide(robots, selected, path);
         };
-        if let Some(decided) = verdicts.get(path.as_bytes()) {
+        if let Some(decided) = verdicts.get(path) {
             return *decided;
         }
         let decided = decide(robots, selected, path);
@@ -69,7 +82,7 @@ impl Memo {
                 self.entries = 0;
             }
             if let Some(verdicts) = self.verdicts.get_mut(selection) {
-                verdicts.insert(path.as_bytes().into(), decided);
+                verdicts.insert(path.into(), decided);
                 self.entries += 1;
             }
         }
@@ -77,8 +90,8 @@ impl Memo {
     }
 }
 
-fn decide(robots: &Robots, selected: Selected, path: &str) -> Decided {
-    let verdict = robots.check_selected(selected, path);
+fn decide(robots: &Robots, selected: Selected, path: &[u8]) -> Decided {
+    let verdict = robots.check_normalized(selected, path);
     Decided {
         allowed: verdict.allowed,
         rule: verdict.rule_index,

@@ -17,9 +17,12 @@ use super::AuditError;
 use crate::agent::{ClassifierError, Who};
 use crate::catalog::Catalog;
 use crate::crawlers::{CatalogIndex, Crawlers};
-use crate::policy::{self, Actions};
+use crate::judge::{self, Law, Observed, Rules, Served, Visit};
+use crate::policy::Actions;
 use crate::robots::{path, Robots};
 use std::io::BufRead;
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::SystemTime;
 
 /// Lines longer than this are malformed: no real request line is, and it bounds memory.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
@@ -111,6 +114,24 @@ impl Audit {
     /// The name given with [`Audit::named`].
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// What a replayed request is judged by: the file, the table, and the policy that tells
+    /// apart what the proxy would refuse (preferences enforced; nothing answered, only counted).
+    fn law(&self) -> Law<'_> {
+        Law {
+            robots: &self.robots,
+            crawlers: &self.crawlers,
+            loaded_at: SystemTime::UNIX_EPOCH,
+            previous: None,
+            served: Served::File,
+            stand_in: None,
+            rules: Rules {
+                enforce_content_use: true,
+                ..Rules::default()
+            },
+            answers: false,
+        }
     }
 
     /// Starts a replay of logs in `format` (`fields` names the JSON fields).
@@ -460,7 +481,32 @@ impl<'a> Replay<'a> {
         }
         let target = String::from_utf8_lossy(target);
         let path = path::path_and_query(&target);
-        if path::is_robots_txt(&path::normalize(path.as_bytes())) {
+        let normal = path::normalize(path.as_bytes());
+        // Judged as the proxy judges it, by the same judgement: no address is verified and no
+        // file came before, so no claim is spoofed and no grace applies; a path whose
+        // preference refuses what the crawler is for is told apart (`content-usage`).
+        let who = if unnamed {
+            Who::Unnamed
+        } else {
+            Who::Crawler(slot)
+        };
+        let observed = Observed {
+            target: &path,
+            path: &normal,
+            who,
+            client: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            spoofed: None,
+            replayed: false,
+            now: SystemTime::UNIX_EPOCH,
+        };
+        let law = audit.law();
+        let selection = tally.selection;
+        let memo = &mut self.memo;
+        let reading = judge::read_with(&observed, &law, |selected, normal| {
+            let decided = memo.check_normalized(&audit.robots, selection, selected, normal);
+            (decided.allowed, decided.rule)
+        });
+        if reading.robots_txt {
             tally.robots_fetches += 1;
             if let Some(time) = time {
                 tally.robots_first_fetch =
@@ -469,11 +515,9 @@ impl<'a> Replay<'a> {
             }
             return;
         }
-        let verdict = self
-            .memo
-            .check(&audit.robots, tally.selection, selected, &path);
-        let column = usize::from(!verdict.allowed);
-        match verdict.rule {
+        let judgement = judge::judge(&observed, &law, &reading, Visit::default());
+        let column = usize::from(!reading.allowed);
+        match reading.rule {
             Some(rule) => {
                 if let Some(counts) = self.rules.get_mut(rule) {
                     counts[column] += 1;
@@ -483,24 +527,17 @@ impl<'a> Replay<'a> {
             }
             None => tally.no_rule += 1,
         }
-        if !verdict.allowed {
+        if !reading.allowed {
             tally.disallowed += 1;
             tally.top_disallowed.add(path.as_bytes());
-        } else if let Some(rule) = row.and_then(|row| {
-            refusing_rule(
-                &audit.robots,
-                selected,
-                policy::uses_of(row.category),
-                &path,
-            )
-        }) {
+        } else if let Some(refusal) = judgement.content_usage {
             tally.against_preference += 1;
-            if let Some(count) = self.preference_rules.get_mut(rule) {
+            if let Some(count) = self.preference_rules.get_mut(refusal.rule) {
                 *count += 1;
             }
         }
         if let Some(time) = time {
-            let kind = if verdict.allowed {
+            let kind = if reading.allowed {
                 Kind::Allowed
             } else {
                 Kind::Disallowed
@@ -538,22 +575,6 @@ impl<'a> Replay<'a> {
     pub fn finish(self, top: usize) -> Report {
         report::build(&self, top)
     }
-}
-
-/// The preference rule that refuses one of `uses` on `path` (which the groups allow), if any.
-fn refusing_rule(
-    robots: &Robots,
-    selected: crate::robots::Selected,
-    uses: &[crate::robots::Usage],
-    path: &str,
-) -> Option<usize> {
-    if uses.is_empty() || !robots.has_preferences(selected) {
-        return None;
-    }
-    let (_, stated) = robots
-        .stated_preference_of(selected, path, uses)
-        .refused(uses)?;
-    stated.rule
 }
 
 fn seen(first: &mut Option<i64>, last: &mut Option<i64>, time: i64) {

@@ -2,12 +2,12 @@
 
 use super::{CliError, ExitStatus};
 use crate::agent::{Category, Place};
+use crate::judge::Body;
 use crate::proxy::client::Forwarding;
 use crate::proxy::config::{RobotsSource, Settings};
 use crate::proxy::decide::{self, Decision, Mode, RequestFacts};
 use crate::proxy::metrics::Metrics;
 use crate::proxy::politeness::Subject;
-use crate::proxy::service::block_message;
 use crate::proxy::site::Snapshot;
 use crate::proxy::source::{after_fetch, AfterFetch, Fetched, OriginClient};
 use crate::proxy::state::Shared;
@@ -15,6 +15,7 @@ use crate::proxy::verify::signature::check::RequestView;
 use crate::robots::path::path_and_query;
 use crate::robots::{GroupKind, Preference};
 use serde_json::json;
+use std::borrow::Cow;
 use std::io::Write;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -324,13 +325,24 @@ fn politeness(decision: &Decision) -> String {
     }
 }
 
+/// The status crawlgate answers with, when it answers itself (0: the origin answers): the
+/// judgement's, which the proxy writes.
 fn status_of(decision: &Decision) -> u16 {
-    use crate::policy::Outcome;
-    match decision.outcome {
-        Outcome::Blocked => decision.site.settings.block_status,
-        Outcome::Throttled => 429,
-        _ => 0,
-    }
+    decision.judgement.response.as_ref().map_or(0, |r| r.status)
+}
+
+/// The body of crawlgate's own answer, as the proxy writes it (robots.txt's file is named, not
+/// printed).
+fn body_of(decision: &Decision) -> Option<Cow<'_, str>> {
+    let response = decision.judgement.response.as_ref()?;
+    Some(match &response.body {
+        Body::RobotsTxt => Cow::Owned(format!(
+            "the robots.txt in force ({} bytes)\n",
+            decision.snapshot.bytes.len()
+        )),
+        Body::Static(text) => Cow::Borrowed(text),
+        Body::Text(text) => Cow::Borrowed(text),
+    })
 }
 
 fn to_json(decision: &Decision, path: &str, facts: &Facts<'_>) -> String {
@@ -348,7 +360,7 @@ fn to_json(decision: &Decision, path: &str, facts: &Facts<'_>) -> String {
         "enforce": settings.content_usage.enforce,
         "announce": settings.content_usage.announce,
         "header": preference.header_value(),
-        "refused": decision.content_usage.map(|r| r.usage),
+        "refused": decision.judgement.content_usage.map(|r| r.usage),
         "rule": decision.preference_rule(),
     });
     let value = json!({
@@ -378,15 +390,15 @@ fn to_json(decision: &Decision, path: &str, facts: &Facts<'_>) -> String {
             "group_lines": group_lines,
             "decided_by_previous_file": decision.decided_by_previous.is_some(),
         },
-        "verdict": decision.verdict.as_str(),
+        "verdict": decision.judgement.verdict.as_str(),
         "rule": rule,
         "content_usage": content_usage,
         "robots_txt": decision.robots_txt,
-        "robots_unread": decision.robots_unread,
+        "robots_unread": decision.judgement.robots_unread,
         "politeness": politeness(decision),
-        "crawl_delay": decision.crawl_delay,
-        "action": decision.action.as_str(),
-        "outcome": decision.outcome.as_str(),
+        "crawl_delay": decision.judgement.crawl_delay,
+        "action": decision.judgement.action.as_str(),
+        "outcome": decision.judgement.outcome.as_str(),
         "status": status_of(decision),
     });
     value.to_string()
@@ -491,7 +503,7 @@ fn write_text(
         writeln!(out, "origin now:    {answer}")?;
     }
     let rule = match (
-        decision.content_usage,
+        decision.judgement.content_usage,
         decision.preference_rule(),
         decision.rule(),
     ) {
@@ -518,7 +530,7 @@ fn write_text(
     writeln!(
         out,
         "verdict:       {}{previous}: {rule} for {path}",
-        decision.verdict.as_str()
+        decision.judgement.verdict.as_str()
     )?;
     let preference = preference_of(decision, path);
     if !preference.is_unknown() {
@@ -535,18 +547,18 @@ fn write_text(
             preference.describe(&snapshot.robots.file().preferences)
         )?;
     }
-    let read = match decision.last_robots_fetch {
+    let read = match decision.judgement.last_robots_fetch {
         Some(at) => format!("last fetched {}", humantime::format_rfc3339_seconds(at)),
         None => "not fetched (as far as this process knows)".to_owned(),
     };
-    let unread = if decision.robots_unread {
+    let unread = if decision.judgement.robots_unread {
         ": robots_unread"
     } else {
         ""
     };
     writeln!(out, "robots.txt read: {read}{unread}")?;
     writeln!(out, "politeness:    {}", politeness(decision))?;
-    match &decision.crawl_delay {
+    match &decision.judgement.crawl_delay {
         Some(delay) => writeln!(
             out,
             "crawl-delay:   {} s ({}){}",
@@ -569,11 +581,20 @@ fn write_text(
     writeln!(
         out,
         "action:        {} → {}{status}",
-        decision.action.as_str(),
-        decision.outcome.as_str()
+        decision.judgement.action.as_str(),
+        decision.judgement.outcome.as_str()
     )?;
-    if decision.outcome == crate::policy::Outcome::Blocked {
-        write!(out, "response:      {}", block_message(decision, path))?;
+    if let Some(body) = body_of(decision) {
+        let retry = decision
+            .judgement
+            .response
+            .as_ref()
+            .and_then(|r| r.retry_after)
+            .map_or(String::new(), |s| format!(" {s} s"));
+        write!(out, "response:      {body}")?;
+        if !retry.is_empty() {
+            writeln!(out, "retry-after:  {retry}")?;
+        }
     }
     Ok(())
 }
@@ -613,5 +634,72 @@ mod tests {
             Some("example.com:8080")
         );
         assert_eq!(host_of_url("/x"), None);
+    }
+
+    /// What explain prints is the judgement the proxy writes: a crawler that comes again within
+    /// its crawl-delay is answered 429 with Retry-After, not 403.
+    #[test]
+    fn a_throttled_request_is_explained_with_the_proxys_429() {
+        let yaml = "listen: [\"127.0.0.1:1\"]\nsites:\n  - name: s\n    upstream: \"127.0.0.1:9\"\n    robots: {inline: \"User-agent: *\\nCrawl-delay: 30\\nDisallow: /private/\\n\"}\n    crawl_delay: enforce\n";
+        let settings = Settings::from_yaml(yaml, "t", std::path::Path::new("/")).unwrap();
+        let shared = Shared::new(&settings, Metrics::new().unwrap(), None).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let facts = RequestFacts {
+            host: Some(b"a.test"),
+            path: "/page",
+            user_agent: b"FooBot/1.0 (+https://foo.test/bot)",
+            peer: Some("192.0.2.7".parse().unwrap()),
+            forwarding: Forwarding::Lines(&[]),
+            signature: None,
+        };
+        let look = Mode {
+            record: false,
+            use_dns: false,
+        };
+        let decide = |mode| {
+            runtime
+                .block_on(decide::decide(&shared, &facts, mode))
+                .unwrap()
+        };
+        // The first request takes the crawler's slot; the next one, at once, is too soon.
+        let first = decide(Mode {
+            record: true,
+            use_dns: false,
+        });
+        assert_eq!(status_of(&first), 0);
+        let again = decide(look);
+        let request = Explained {
+            path: "/page",
+            user_agent: facts.user_agent,
+            header_lines: &[],
+            origin_now: None,
+        };
+        let json = render(&settings, &again, &request, true).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            (json["outcome"].as_str(), json["status"].as_u64()),
+            (Some("throttled"), Some(429))
+        );
+        let text = render(&settings, &again, &request, false).unwrap();
+        assert!(text.contains("→ throttled (429)"), "{text}");
+        assert!(
+            text.contains("response:      robots.txt asks unnamed to wait 30 s"),
+            "{text}"
+        );
+        assert!(text.contains("retry-after:   30 s"), "{text}");
+        let blocked = runtime
+            .block_on(decide::decide(
+                &shared,
+                &RequestFacts {
+                    path: "/private/x",
+                    ..facts
+                },
+                look,
+            ))
+            .unwrap();
+        assert_eq!(status_of(&blocked), 403);
     }
 }

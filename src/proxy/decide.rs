@@ -1,12 +1,13 @@
-//! The whole decision on one request, apart from pingora: which site, which client address, who
-//! the crawler is and whether that is true, what robots.txt says (or said, for a crawler that read
-//! the previous file), whether it keeps its crawl-delay, and what happens. The proxy runs it on
-//! every request; `crawlgate explain` runs the same code and prints it.
+//! The decision on one request, apart from pingora, in two halves: [`gather`] does the I/O —
+//! which site, which client address, who the crawler is and whether that is true (signatures,
+//! reverse DNS), what the state store remembers — and [`crate::judge`] rules on what was
+//! gathered, purely: what robots.txt says (or said, for a crawler that read the previous file),
+//! whether it keeps its crawl-delay, what happens and what crawlgate answers. The proxy runs
+//! [`decide`] on every request; `crawlgate explain` runs the same code and prints it.
 
 use super::client::Forwarding;
-use super::config::CrawlDelayMode;
-use super::politeness::{Pace, PaceQuery, Subject};
-use super::site::{Site, Snapshot};
+use super::politeness::Subject;
+use super::site::{Site, Snapshot, SourceState};
 use super::state::Shared;
 use super::verify::signature::check::{is_signed, RequestView};
 use super::verify::signature::directory::Directory;
@@ -14,12 +15,17 @@ use super::verify::signature::{reuse, SignatureOutcome, SignatureVerdict};
 use super::verify::{Method, Verification, Verified};
 use crate::agent::{Category, Who};
 use crate::crawlers::Crawler;
-use crate::policy::{self, Action, Outcome, VerdictLabel};
-use crate::robots::{path, PreferenceRule, Selected, Usage};
-use serde::Serialize;
+use crate::judge::{
+    self, Ask, Judgement, Law, Observed, Previous, Reading, Rules, Served, Spoofed, Visit,
+};
+use crate::policy::Action;
+use crate::robots::{path, PreferenceRule, Selected};
+use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
+
+pub use crate::judge::{CrawlDelay, Refusal};
 
 /// What the decision needs to know of a request.
 #[derive(Debug, Clone, Copy)]
@@ -55,25 +61,7 @@ impl Mode {
     };
 }
 
-/// The crawl-delay part of a decision.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CrawlDelay {
-    /// The delay robots.txt asks of this crawler.
-    pub seconds: f64,
-    /// Whether this request came sooner than it allows.
-    pub exceeded: bool,
-    /// When it may come again, if it came too soon.
-    pub retry_after_seconds: Option<u64>,
-    /// What the site does about it.
-    #[serde(serialize_with = "mode_as_str")]
-    pub mode: CrawlDelayMode,
-}
-
-fn mode_as_str<S: serde::Serializer>(mode: &CrawlDelayMode, out: S) -> Result<S::Ok, S::Error> {
-    out.serialize_str(mode.as_str())
-}
-
-/// A decision, with everything that went into it.
+/// A decision, with everything that went into it: what was gathered, and the judgement.
 #[derive(Debug, Clone)]
 pub struct Decision {
     /// The site.
@@ -101,33 +89,10 @@ pub struct Decision {
     /// A replayed signature on a request whose User-Agent claims the crawler it speaks for:
     /// refused with 429, whatever the site's action.
     pub replayed: bool,
-    /// robots.txt's verdict.
-    pub verdict: VerdictLabel,
-    /// Index of the deciding rule in the deciding snapshot's file.
-    pub rule: Option<usize>,
-    /// The action configured for this requester.
-    pub action: Action,
-    /// What happens.
-    pub outcome: Outcome,
     /// Whether the request is for /robots.txt.
     pub robots_txt: bool,
-    /// Whether the crawler had not fetched robots.txt within the read window.
-    pub robots_unread: bool,
-    /// When the crawler last fetched robots.txt.
-    pub last_robots_fetch: Option<SystemTime>,
-    /// The crawl-delay, when one applies.
-    pub crawl_delay: Option<CrawlDelay>,
-    /// The use the path's content-use preference refuses, when the verdict is `content-usage`.
-    pub content_usage: Option<Refusal>,
-}
-
-/// A stated preference that refuses what the crawler is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Refusal {
-    /// The refused use.
-    pub usage: Usage,
-    /// The refusing rule's index in the snapshot's [`crate::robots::ParsedFile::preferences`].
-    pub rule: usize,
+    /// The judgement: verdict, rule, outcome, crawlgate's answer, the labels.
+    pub judgement: Judgement,
 }
 
 impl Decision {
@@ -144,10 +109,8 @@ impl Decision {
     /// The row robots.txt is read for: its own, or the unnamed crawlers' when its claim is
     /// spoofed (a fake Googlebot is not Googlebot) or it is a person.
     pub fn judged(&self) -> Crawler<'_> {
-        match self.crawler() {
-            Some(crawler) if self.verification.result != Verified::Spoofed => crawler,
-            _ => self.snapshot.crawlers.unnamed(),
-        }
+        let spoofed = self.verification.result == Verified::Spoofed;
+        judge::judged(&self.snapshot.crawlers, self.who, spoofed)
     }
 
     /// The metric label of the requester (`GPTBot`, `MJ12bot`, `unnamed`, `person`).
@@ -165,8 +128,7 @@ impl Decision {
 
     /// The category label (`person` for a person).
     pub fn category(&self) -> &'static str {
-        self.crawler()
-            .map_or("person", |crawler| crawler.category.as_str())
+        self.judgement.labels.category
     }
 
     /// The category of the crawler it claims to be.
@@ -177,12 +139,13 @@ impl Decision {
     /// The deciding rule.
     pub fn rule(&self) -> Option<&crate::robots::Rule> {
         let snapshot = self.decided_by_previous.as_ref().unwrap_or(&self.snapshot);
-        self.rule.and_then(|i| snapshot.robots.file().rules.get(i))
+        let rule = self.judgement.rule?;
+        snapshot.robots.file().rules.get(rule)
     }
 
     /// The preference rule behind a `content-usage` verdict.
     pub fn preference_rule(&self) -> Option<&PreferenceRule> {
-        let refusal = self.content_usage?;
+        let refusal = self.judgement.content_usage?;
         self.snapshot.robots.preference_rule(refusal.rule)
     }
 
@@ -197,9 +160,10 @@ impl Decision {
 }
 
 /// Whether a request target is the robots.txt file itself (whatever its query, however it is
-/// percent-encoded): [`path::is_robots_txt`] on the normalised path. Every request asks, so a
-/// path without escapes is compared as it is: normalising it could only add escapes, and
-/// `/robots.txt` has none.
+/// percent-encoded): [`path::is_robots_txt`] on the normalised path, for a caller that holds
+/// only the raw target (the request path asks [`judge::read`], which has the normalised path at
+/// hand). A path without escapes is compared as it is: normalising it could only add escapes,
+/// and `/robots.txt` has none.
 pub fn is_robots_txt(target: &str) -> bool {
     let target = path::path_and_query(target);
     let raw_path = target.split('?').next().unwrap_or_default();
@@ -214,8 +178,194 @@ pub fn is_person(snapshot: &Snapshot, user_agent: &[u8]) -> bool {
     matches!(snapshot.classify(user_agent), Who::Person)
 }
 
-/// Decides a request, or `None` when no site serves its host.
+/// What was gathered of one request, before it is judged: the site and the snapshot it is
+/// judged by, who asks and whether that is true, its path (normalised once, here), what
+/// robots.txt says (read before the store is asked, since the store's one question depends on
+/// it) and what the store answered. [`Gathered::judge`] makes it a [`Decision`].
+#[derive(Debug)]
+pub struct Gathered<'a> {
+    /// The site.
+    pub site: Arc<Site>,
+    /// The snapshot of robots.txt in force.
+    pub snapshot: Arc<Snapshot>,
+    /// The snapshot it replaced, for a crawler (grace); `None` for a person.
+    pub previous: Option<Arc<Snapshot>>,
+    /// The TCP peer.
+    pub peer: IpAddr,
+    /// The client address used.
+    pub client: IpAddr,
+    /// Whose politeness state the request counts in.
+    pub subject: Subject,
+    /// Who asks.
+    pub who: Who,
+    /// Verification.
+    pub verification: Verification,
+    /// What its Web Bot Auth signature said.
+    pub signature: SignatureOutcome,
+    /// A replayed signature on a request whose User-Agent claims the crawler it speaks for.
+    pub replayed: bool,
+    /// The path and query as sent.
+    pub target: &'a str,
+    /// The path and query reduced and normalised: the request's one normalisation.
+    pub path: Cow<'a, [u8]>,
+    /// When the request was gathered.
+    pub now: SystemTime,
+    /// The site's policy.
+    pub rules: Rules,
+    /// What robots.txt says.
+    pub reading: Reading,
+    /// What the state store answered.
+    pub visit: Visit,
+}
+
+impl Gathered<'_> {
+    /// What was observed, as the judgement reads it.
+    pub fn observed(&self) -> Observed<'_> {
+        observed(
+            self.target,
+            &self.path,
+            self.who,
+            self.client,
+            &self.verification,
+            self.replayed,
+            self.now,
+        )
+    }
+
+    /// What the request is judged by.
+    pub fn law(&self) -> Law<'_> {
+        law(
+            &self.site,
+            &self.snapshot,
+            self.previous.as_deref(),
+            self.rules,
+        )
+    }
+
+    /// Judges it ([`judge::judge`]): the decision.
+    pub fn judge(self) -> Decision {
+        let judgement = judge::judge(&self.observed(), &self.law(), &self.reading, self.visit);
+        let decided_by_previous = if judgement.by_previous {
+            self.previous
+        } else {
+            None
+        };
+        Decision {
+            site: self.site,
+            snapshot: self.snapshot,
+            decided_by_previous,
+            peer: self.peer,
+            client: self.client,
+            subject: self.subject,
+            who: self.who,
+            selected: self.reading.selected,
+            verification: self.verification,
+            signature: self.signature,
+            replayed: self.replayed,
+            robots_txt: self.reading.robots_txt,
+            judgement,
+        }
+    }
+}
+
+/// The observation the judgement reads.
+fn observed<'a>(
+    target: &'a str,
+    path: &'a [u8],
+    who: Who,
+    client: IpAddr,
+    verification: &'a Verification,
+    replayed: bool,
+    now: SystemTime,
+) -> Observed<'a> {
+    let spoofed = (verification.result == Verified::Spoofed).then(|| Spoofed {
+        by_signature: verification.method == Method::Signature,
+        detail: &verification.detail,
+    });
+    Observed {
+        target,
+        path,
+        who,
+        client,
+        spoofed,
+        replayed,
+        now,
+    }
+}
+
+/// The law of a site: its snapshot in force, the previous one, its policy, and how its
+/// robots.txt is answered.
+fn law<'a>(
+    site: &Site,
+    snapshot: &'a Snapshot,
+    previous: Option<&'a Snapshot>,
+    rules: Rules,
+) -> Law<'a> {
+    let served = served(snapshot, site.settings.robots.refresh);
+    Law {
+        robots: &snapshot.robots,
+        crawlers: &snapshot.crawlers,
+        loaded_at: snapshot.loaded_at,
+        previous: previous.map(|previous| Previous {
+            robots: &previous.robots,
+            loaded_at: previous.loaded_at,
+        }),
+        served,
+        stand_in: snapshot.stand_in_reason(),
+        rules,
+        answers: true,
+    }
+}
+
+/// How `/robots.txt` is answered: with the copy being enforced, whatever the source, so that
+/// what crawlers read is what they are judged by. A loaded file (from a file, inline text, the
+/// origin, the state directory, or kept while the origin is unreachable) is served as enforced.
+/// An origin's 4xx is answered `404`: crawlers read "no file, no restrictions", which is what is
+/// enforced, and need not reach an origin that may since have changed. With nothing good at
+/// hand (unreachable, or not fetched yet) the answer is `503` with `Retry-After` (the refresh
+/// interval): a crawler reads "unreachable" and assumes complete disallow (RFC 9309 §2.3.1.4),
+/// as crawlgate enforces by default, and comes back soon instead of caching a stand-in for a
+/// day.
+pub fn served(snapshot: &Snapshot, refresh: std::time::Duration) -> Served {
+    match snapshot.state {
+        SourceState::Loaded => Served::File,
+        SourceState::Unavailable => Served::NoFile,
+        SourceState::Unreachable | SourceState::Pending => Served::Unreachable {
+            retry_after: refresh.as_secs().max(1),
+        },
+    }
+}
+
+/// A site's policy, from its settings and the process's.
+fn rules_of(site: &Site, shared: &Shared, on_spoofed: Action) -> Rules {
+    let settings = &site.settings;
+    Rules {
+        action: settings.action,
+        block_status: settings.block_status,
+        enforce_content_use: settings.content_usage.enforce,
+        announce_content_use: settings.content_usage.announce,
+        crawl_delay: settings.crawl_delay,
+        on_spoofed,
+        read_window: shared.politeness_settings.robots_read_window,
+        grace: shared.politeness_settings.grace,
+    }
+}
+
+/// Decides a request ([`gather`], then [`Gathered::judge`]), or `None` when no site serves its
+/// host.
 pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Option<Decision> {
+    Some(gather(shared, facts, mode).await?.judge())
+}
+
+/// Gathers what the judgement needs of a request: the site its host chooses, the client
+/// address, who asks (by its User-Agent, or the crawler a verified signature speaks for) and
+/// whether that is true, what robots.txt says ([`judge::read`]), and what the state store
+/// answers. `None` when no site serves its host.
+pub async fn gather<'a>(
+    shared: &Shared,
+    facts: &RequestFacts<'a>,
+    mode: Mode,
+) -> Option<Gathered<'a>> {
     let site = shared.sites.load().route(facts.host)?.clone();
     let global = shared.global.load_full();
     let peer = facts
@@ -315,8 +465,6 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
         }
         None => None,
     };
-    let robots_txt = is_robots_txt(facts.path);
-    let site_name = &site.name;
     let verification = match (who, crawler) {
         _ if signed.is_some() => signed.unwrap_or_else(Verification::none),
         (Who::Crawler(_), Some(crawler)) => {
@@ -363,155 +511,47 @@ pub async fn decide(shared: &Shared, facts: &RequestFacts<'_>, mode: Mode) -> Op
         _ => Subject::Client(client),
     };
 
-    let mut decision = Decision {
-        site: site.clone(),
-        snapshot: snapshot.clone(),
-        decided_by_previous: None,
+    let path = judge::normalized(facts.path);
+    // Only a crawler is judged by time (grace, the read window) and by the previous file: a
+    // person's request (most of them) reads neither the clock nor the previous snapshot.
+    let (now, previous) = if who.is_crawler() {
+        (SystemTime::now(), site.previous.load_full())
+    } else {
+        (SystemTime::UNIX_EPOCH, None)
+    };
+    let rules = rules_of(&site, shared, global.on_spoofed);
+    let reading = judge::read(
+        &observed(facts.path, &path, who, client, &verification, replayed, now),
+        &law(&site, &snapshot, previous.as_deref(), rules),
+    );
+    let store = &shared.store;
+    let visit = match reading.ask {
+        Ask::Nothing => Visit::default(),
+        Ask::RobotsFetched => {
+            if mode.record {
+                store.robots_fetched(&site.name, &subject, now).await;
+            }
+            Visit::default()
+        }
+        Ask::Visit(pace) => store.visit(&site.name, &subject, pace, mode.record).await,
+    };
+    Some(Gathered {
+        site,
+        snapshot,
+        previous,
         peer,
         client,
         subject,
         who,
-        selected: judged.selected,
         verification,
         signature: signature.outcome(),
         replayed,
-        verdict: VerdictLabel::Exempt,
-        rule: None,
-        action: crawler.map_or(site.settings.action, |c| c.action),
-        outcome: Outcome::Forwarded,
-        robots_txt,
-        robots_unread: false,
-        last_robots_fetch: None,
-        crawl_delay: None,
-        content_usage: None,
-    };
-    if !who.is_crawler() {
-        return Some(decision);
-    }
-    let store = &shared.store;
-    let now = SystemTime::now();
-    if robots_txt {
-        if mode.record {
-            store
-                .robots_fetched(site_name, &decision.subject, now)
-                .await;
-        }
-        return Some(decision);
-    }
-
-    let verdict = snapshot
-        .robots
-        .check_selected(decision.selected, facts.path);
-    decision.rule = verdict.rule_index;
-    decision.verdict = if verdict.allowed {
-        VerdictLabel::Allowed
-    } else {
-        VerdictLabel::Disallowed
-    };
-    // What the previous file says, should the crawler have read it: whether grace can apply is
-    // known before the store is asked, so that one round trip answers everything.
-    let previous = if verdict.allowed {
-        None
-    } else {
-        grace_candidate(&site, &snapshot, judged, facts.path, now, shared)
-    };
-    let delay_mode = site.settings.crawl_delay;
-    let delay = snapshot
-        .robots
-        .crawl_delay_selected(decision.selected)
-        .filter(|d| !d.is_zero() && delay_mode != CrawlDelayMode::Off && !spoofed);
-    let pace = delay.and_then(|delay| {
-        let forwarded = |label| policy::decide(who, label, decision.action) != Outcome::Blocked;
-        if forwarded(decision.verdict) {
-            Some(PaceQuery {
-                delay,
-                only_if_fetched: None,
-            })
-        } else {
-            // Blocked unless grace lets it in: paced only then.
-            let window = previous.as_ref()?.fetched;
-            forwarded(VerdictLabel::Grace).then_some(PaceQuery {
-                delay,
-                only_if_fetched: Some(window),
-            })
-        }
-    });
-    let visit = store
-        .visit(site_name, &decision.subject, pace, mode.record)
-        .await;
-    let last_fetch = visit.last_fetch;
-    decision.last_robots_fetch = last_fetch;
-    let window = shared.politeness_settings.robots_read_window;
-    decision.robots_unread =
-        last_fetch.is_none_or(|at| now.duration_since(at).unwrap_or_default() > window);
-    if let Some(GraceCandidate {
-        snapshot: previous,
-        rule,
-        fetched: (from, until),
-    }) = previous
-    {
-        if last_fetch.is_some_and(|at| at >= from && at < until) {
-            decision.verdict = VerdictLabel::Grace;
-            decision.rule = rule;
-            decision.decided_by_previous = Some(previous);
-        }
-    }
-    // A path robots.txt lets the crawler fetch may still carry a preference that refuses what
-    // the crawler is for; a site that enforces preferences treats it as disallowed. (A spoofed
-    // claim is judged as the unnamed crawler, which no preference refuses.)
-    if decision.verdict == VerdictLabel::Allowed && site.settings.content_usage.enforce {
-        if let Some(refusal) = refused_use(&snapshot, judged, facts.path) {
-            decision.verdict = VerdictLabel::ContentUsage;
-            decision.rule = None;
-            decision.content_usage = Some(refusal);
-        }
-    }
-    if spoofed {
-        decision.action = global.on_spoofed;
-        decision.outcome = match global.on_spoofed {
-            Action::Block => Outcome::Blocked,
-            Action::Tag => Outcome::Tagged,
-            Action::Count => Outcome::Counted,
-        };
-        return Some(decision);
-    }
-    decision.outcome = policy::decide(who, decision.verdict, decision.action);
-
-    if let (Some(delay), Some(pace)) = (delay, visit.pace) {
-        let (exceeded, retry_after) = match pace {
-            Pace::Ok => (false, None),
-            Pace::TooSoon(wait) => (true, Some(wait)),
-        };
-        decision.crawl_delay = Some(CrawlDelay {
-            seconds: delay.as_secs_f64(),
-            exceeded,
-            retry_after_seconds: retry_after.map(ceil_seconds),
-            mode: delay_mode,
-        });
-        if exceeded {
-            decision.outcome = match delay_mode {
-                CrawlDelayMode::Enforce => Outcome::Throttled,
-                CrawlDelayMode::Tag => Outcome::Tagged,
-                CrawlDelayMode::Count | CrawlDelayMode::Off => decision.outcome,
-            };
-        }
-    }
-    Some(decision)
-}
-
-/// The first use `crawler` is for that the preference on `path` refuses ([`policy::uses_of`]).
-fn refused_use(snapshot: &Snapshot, crawler: Crawler<'_>, path: &str) -> Option<Refusal> {
-    let uses = policy::uses_of(crawler.category);
-    if uses.is_empty() || !snapshot.robots.has_preferences(crawler.selected) {
-        return None;
-    }
-    let preference = snapshot
-        .robots
-        .stated_preference_of(crawler.selected, path, uses);
-    let (usage, stated) = preference.refused(uses)?;
-    Some(Refusal {
-        usage,
-        rule: stated.rule?,
+        target: facts.path,
+        path,
+        now,
+        rules,
+        reading,
+        visit,
     })
 }
 
@@ -523,58 +563,6 @@ fn row_of(snapshot: &Snapshot, token: &str) -> Option<usize> {
         Some(crawler) if crawler.token.eq_ignore_ascii_case(token) => row,
         _ => snapshot.crawlers.position(token),
     }
-}
-
-fn ceil_seconds(wait: Duration) -> u64 {
-    let whole = wait.as_secs();
-    if wait.subsec_nanos() > 0 {
-        whole.saturating_add(1)
-    } else {
-        whole.max(1)
-    }
-}
-
-/// The previous file, when it allows what the current one refuses.
-struct GraceCandidate {
-    /// The previous snapshot.
-    snapshot: Arc<Snapshot>,
-    /// Its deciding rule.
-    rule: Option<usize>,
-    /// The fetch times that earn grace: `[from, until)`.
-    fetched: (SystemTime, SystemTime),
-}
-
-/// RFC 9309 lets a crawler use a cached robots.txt for up to 24 hours: a crawler that fetched the
-/// previous file within the grace period, and before the current one was loaded, is judged by the
-/// file it read. When the previous file allows the path, returns it, its deciding rule and the
-/// fetch times that earn grace (`[from, until)`); the caller checks the crawler's fetch against
-/// them once the store has answered.
-fn grace_candidate(
-    site: &Site,
-    current: &Snapshot,
-    crawler: Crawler<'_>,
-    path: &str,
-    now: SystemTime,
-    shared: &Shared,
-) -> Option<GraceCandidate> {
-    let previous = site.previous.load_full()?;
-    let oldest = now
-        .checked_sub(shared.politeness_settings.grace)
-        .unwrap_or(SystemTime::UNIX_EPOCH);
-    let from = previous.loaded_at.max(oldest);
-    let until = current.loaded_at;
-    if from >= until {
-        return None;
-    }
-    let verdict = previous
-        .robots
-        .check_selected(crawler.select_in(&previous.robots), path);
-    let rule = verdict.rule_index;
-    verdict.allowed.then_some(GraceCandidate {
-        snapshot: previous,
-        rule,
-        fetched: (from, until),
-    })
 }
 
 #[cfg(test)]

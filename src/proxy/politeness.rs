@@ -11,7 +11,7 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// Whom politeness state is kept for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -24,46 +24,9 @@ pub enum Subject {
     Client(IpAddr),
 }
 
-/// The crawl-delay verdict of one request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pace {
-    /// Within the crawl-delay (or none applies).
-    Ok,
-    /// Sooner than the crawl-delay allows: the crawler may come back after this long.
-    TooSoon(Duration),
-}
-
-/// The crawl-delay part of a crawler's visit: the delay, and when it applies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PaceQuery {
-    /// robots.txt's crawl-delay for this crawler (not zero).
-    pub delay: Duration,
-    /// `None`: the request is forwarded whatever the crawler read, so the delay applies. `Some`:
-    /// the request is forwarded only by grace (RFC 9309's cached copy), which holds when the
-    /// crawler last fetched robots.txt at or after the first instant and before the second; the
-    /// delay applies only then. The store decides it with the fetch time it reads in the same
-    /// round trip, so a crawler's request never costs two.
-    pub only_if_fetched: Option<(SystemTime, SystemTime)>,
-}
-
-impl PaceQuery {
-    /// Whether the crawl-delay applies, given when the crawler last fetched robots.txt.
-    pub fn applies(&self, last_fetch: Option<SystemTime>) -> bool {
-        match self.only_if_fetched {
-            None => true,
-            Some((from, until)) => last_fetch.is_some_and(|at| at >= from && at < until),
-        }
-    }
-}
-
-/// What the politeness state says about one crawler request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Visit {
-    /// When the crawler last fetched robots.txt, if that is remembered.
-    pub last_fetch: Option<SystemTime>,
-    /// Its crawl-delay verdict, when a [`PaceQuery`] was asked and applies.
-    pub pace: Option<Pace>,
-}
+// What the request path asks and is answered are the judgement's terms (pure, in
+// [`crate::judge`]); this module keeps the rules of the state itself.
+pub use crate::judge::{Pace, PaceQuery, Visit};
 
 /// The crawl-delay rule, one request per `delay` (a token bucket of one token that refills every
 /// `delay`: the GCRA with no burst): given when the crawler may come next (`next`, if
@@ -98,7 +61,7 @@ mod tests {
 
     #[test]
     fn grace_paces_only_a_crawler_that_read_the_previous_file() {
-        let loaded = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let loaded = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
         let previous = loaded - Duration::from_secs(100);
         let query = PaceQuery {
             delay: Duration::from_secs(5),

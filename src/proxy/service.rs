@@ -1,8 +1,9 @@
 //! The request path: pingora's `ProxyHttp`, kept thin. Each phase does one job: decide in
-//! `request_filter` (and answer there when blocking), pick the origin in `upstream_peer`, add the
-//! verdict headers in `upstream_request_filter`, announce robots.txt's content-use preference in
-//! `response_filter`, count and log in `logging`. The decision itself is [`super::decide`],
-//! shared with `crawlgate explain`.
+//! `request_filter` (and write the judgement's answer there when crawlgate answers), pick the
+//! origin in `upstream_peer`, add the verdict headers in `upstream_request_filter`, announce the
+//! content-use preference the judgement read in `response_filter`, count the judgement's labels
+//! and log in `logging`. The decision itself is [`super::decide`] (gathered) and
+//! [`crate::judge`] (judged), shared with `crawlgate explain`.
 
 use super::access_log::Entry;
 use super::client::Forwarding;
@@ -10,11 +11,12 @@ use super::connection::{InFlight, Watched};
 use super::decide::{self, Decision, Mode, RequestFacts};
 use super::forwarding::{self, ClientHeaders, Hop};
 use super::host::{host_name, InvalidHost};
-use super::site::{Snapshot, SourceState};
+use super::site::Snapshot;
 use super::state::Shared;
 use super::verify::signature::check::{is_signed, RequestView};
 use super::verify::signature::SignatureOutcome;
 use super::verify::{Method, Verified};
+use crate::judge::{Body, Response};
 use crate::policy::{Outcome, VerdictLabel};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -55,50 +57,8 @@ pub struct Ctx {
     host: Option<HeaderValue>,
 }
 
-/// The longest piece of request data that goes into a header value or a body.
-const MAX_ECHO: usize = 512;
-
-/// Request data made safe to echo: control characters replaced, length bounded.
-pub fn sanitize(text: &str) -> String {
-    let mut out: String = text
-        .chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .take(MAX_ECHO)
-        .collect();
-    if text.chars().count() > MAX_ECHO {
-        out.push('…');
-    }
-    out
-}
-
-/// How `/robots.txt` is answered: with the copy being enforced, whatever the source, so that
-/// what crawlers read is what they are judged by. A loaded file (from a file, inline text, the
-/// origin, the state directory, or kept while the origin is unreachable) is served as enforced.
-/// An origin's 4xx is answered `404`: crawlers read "no file, no restrictions", which is what is
-/// enforced, and need not reach an origin that may since have changed. With nothing good at
-/// hand (unreachable, or not fetched yet) the answer is `503` with `Retry-After`: a crawler
-/// reads "unreachable" and assumes complete disallow (RFC 9309 §2.3.1.4), as crawlgate enforces
-/// by default, and comes back soon instead of caching a stand-in for a day.
-fn robots_txt_answer(
-    snapshot: &Snapshot,
-    refresh: std::time::Duration,
-) -> (u16, Bytes, Option<u64>) {
-    match snapshot.state {
-        SourceState::Loaded => (200, snapshot.bytes.clone(), None),
-        SourceState::Unavailable => (
-            404,
-            Bytes::from_static(b"crawlgate: the origin has no robots.txt (4xx): no restrictions\n"),
-            None,
-        ),
-        SourceState::Unreachable | SourceState::Pending => (
-            503,
-            Bytes::from_static(
-                b"crawlgate: robots.txt cannot be fetched from the origin right now; try again later\n",
-            ),
-            Some(refresh.as_secs().max(1)),
-        ),
-    }
-}
+// Request data echoed in headers and bodies is the judgement's concern too (its messages).
+pub use crate::judge::sanitize;
 
 /// Writes a complete text/plain response.
 async fn respond(
@@ -108,9 +68,9 @@ async fn respond(
     retry_after: Option<u64>,
 ) -> Result<()> {
     let mut header = ResponseHeader::build(status, Some(4))?;
-    header.insert_header(CONTENT_TYPE, "text/plain; charset=utf-8")?;
+    header.insert_header(CONTENT_TYPE, Response::CONTENT_TYPE)?;
     header.insert_header(CONTENT_LENGTH, body.len().to_string())?;
-    header.insert_header(CACHE_CONTROL, "no-store")?;
+    header.insert_header(CACHE_CONTROL, Response::CACHE_CONTROL)?;
     if let Some(seconds) = retry_after {
         header.insert_header(RETRY_AFTER, seconds.to_string())?;
     }
@@ -119,6 +79,16 @@ async fn respond(
         .await?;
     session.write_response_body(Some(body), true).await?;
     Ok(())
+}
+
+/// The bytes of a judgement's answer: robots.txt's are the snapshot's, as loaded, and a
+/// message's its own (neither copied).
+fn body_of(body: Body, snapshot: &Snapshot) -> Bytes {
+    match body {
+        Body::RobotsTxt => snapshot.bytes.clone(),
+        Body::Static(text) => Bytes::from_static(text.as_bytes()),
+        Body::Text(text) => Bytes::from(text),
+    }
 }
 
 /// A request whose Host cannot be trusted (RFC 9112 §3.2): answered 400, never routed.
@@ -194,48 +164,6 @@ fn target_authority(request: &RequestHeader) -> Option<&[u8]> {
     Some(&rest[..end])
 }
 
-/// The text of a blocked request's response: which rule, or why the crawler is refused.
-pub fn block_message(decision: &Decision, path: &str) -> String {
-    let bot = decision.bot();
-    let path = sanitize(path);
-    if decision.verification.result == Verified::Spoofed
-        && decision.verification.method == Method::Signature
-    {
-        return format!(
-            "crawlgate: this request's signature does not prove it is {bot} ({}); {path} was not fetched\n",
-            sanitize(&decision.verification.detail)
-        );
-    }
-    if decision.verification.result == Verified::Spoofed {
-        return format!(
-            "crawlgate: this request says it is {bot}, but {} is not {bot}'s ({}); {path} was not fetched\n",
-            decision.client,
-            sanitize(&decision.verification.detail)
-        );
-    }
-    if let (Some(refusal), Some(rule)) = (decision.content_usage, decision.preference_rule()) {
-        return format!(
-            "robots.txt line {} ({}) refuses {} use, which {bot} ({}) is for; {path} was not fetched\n",
-            rule.line,
-            sanitize(&rule.text()),
-            refusal.usage.label(),
-            decision.category(),
-        );
-    }
-    match (decision.snapshot.stand_in_reason(), decision.rule()) {
-        (Some(reason), _) => {
-            format!("{reason}: everything is disallowed for {bot}; {path} was not fetched\n")
-        }
-        (None, Some(rule)) => format!(
-            "robots.txt line {} ({}: {}) disallows {path} for {bot}\n",
-            rule.line,
-            rule.kind.directive(),
-            sanitize(&rule.pattern)
-        ),
-        (None, None) => format!("robots.txt disallows {path} for {bot}\n"),
-    }
-}
-
 fn upstream_failure(code: u16) -> &'static str {
     match code {
         504 => "the origin did not answer in time",
@@ -309,15 +237,6 @@ fn expects_continue(request: &RequestHeader) -> bool {
             .headers
             .get(EXPECT)
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
-}
-
-/// The text of a throttled request's response.
-fn throttle_message(decision: &Decision) -> String {
-    let delay = decision.crawl_delay.as_ref().map_or(0.0, |d| d.seconds);
-    format!(
-        "robots.txt asks {} to wait {delay} s between requests (crawl-delay); come back later\n",
-        decision.bot()
-    )
 }
 
 #[async_trait]
@@ -426,37 +345,14 @@ impl ProxyHttp for CrawlGate {
             respond(session, 421, Bytes::from(body), None).await?;
             return Ok(true);
         };
-        let path = session
-            .req_header()
-            .uri
-            .path_and_query()
-            .map_or("/", |p| p.as_str());
-        let answer = if decision.replayed {
-            // RFC 9421 §7.2.2 and the draft: a signature used twice is refused, whoever sent it.
-            let body = format!(
-                "crawlgate: {}; sign each request anew\n",
-                sanitize(&decision.verification.detail)
-            );
-            Some((429, Bytes::from(body), None))
-        } else if decision.robots_txt {
-            let refresh = decision.site.settings.robots.refresh;
-            Some(robots_txt_answer(&decision.snapshot, refresh))
-        } else {
-            match decision.outcome {
-                Outcome::Blocked => {
-                    let body = block_message(&decision, path);
-                    Some((decision.site.settings.block_status, Bytes::from(body), None))
-                }
-                Outcome::Throttled => {
-                    let retry = decision
-                        .crawl_delay
-                        .as_ref()
-                        .and_then(|d| d.retry_after_seconds);
-                    Some((429, Bytes::from(throttle_message(&decision)), retry))
-                }
-                _ => None,
-            }
-        };
+        // The judgement says whether crawlgate answers, and with what.
+        // The later phases read the rest of the judgement; its answer is written here, once.
+        let mut decision = decision;
+        let answer = decision
+            .judgement
+            .response
+            .take()
+            .map(|r| (r.status, body_of(r.body, &decision.snapshot), r.retry_after));
         ctx.decision = Some(Box::new(decision));
         if let Some((status, body, retry_after)) = answer {
             respond(session, status, body, retry_after).await?;
@@ -594,12 +490,13 @@ impl ProxyHttp for CrawlGate {
         if ctx.continued {
             upstream.remove_header(&EXPECT);
         }
-        if decision.outcome != Outcome::Tagged {
+        let judgement = &decision.judgement;
+        if judgement.outcome != Outcome::Tagged {
             return Ok(());
         }
         let prefix = &site.tag_prefix;
         upstream.insert_header(format!("{prefix}Bot"), decision.bot().as_ref())?;
-        upstream.insert_header(format!("{prefix}Verdict"), decision.verdict.as_str())?;
+        upstream.insert_header(format!("{prefix}Verdict"), judgement.labels.verdict)?;
         upstream.insert_header(
             format!("{prefix}Verified"),
             decision.verification.result.as_str(),
@@ -623,10 +520,10 @@ impl ProxyHttp for CrawlGate {
             let value = format!("{} line {}", sanitize(&rule.text()), rule.line);
             upstream.insert_header(format!("{prefix}Rule"), value)?;
         }
-        if decision.crawl_delay.as_ref().is_some_and(|d| d.exceeded) {
+        if judgement.labels.crawl_delay_exceeded.is_some() {
             upstream.insert_header(format!("{prefix}Crawl-Delay"), "exceeded")?;
         }
-        if decision.robots_unread {
+        if judgement.robots_unread {
             upstream.insert_header(format!("{prefix}Robots-Unread"), "1")?;
         }
         Ok(())
@@ -652,19 +549,11 @@ impl ProxyHttp for CrawlGate {
         let Some(decision) = &ctx.decision else {
             return Ok(());
         };
-        if !decision.site.settings.content_usage.announce || decision.robots_txt {
+        // The preference was read with the verdict (only when the site announces it).
+        let preference = decision.judgement.announce;
+        if preference.is_unknown() {
             return Ok(());
         }
-        let robots = &decision.snapshot.robots;
-        if !robots.has_preferences(decision.selected) {
-            return Ok(());
-        }
-        let path = session
-            .req_header()
-            .uri
-            .path_and_query()
-            .map_or("/", |p| p.as_str());
-        let preference = robots.preference_selected(decision.selected, path);
         let origin: Vec<&str> = response
             .headers
             .get_all(CONTENT_USAGE)
@@ -698,37 +587,36 @@ impl ProxyHttp for CrawlGate {
         };
         let site = decision.site.settings.name.as_str();
         let metrics = &self.shared.metrics;
-        let (bot, category) = (decision.bot(), decision.category());
-        let labels = [
+        let bot = decision.bot();
+        let labels = &decision.judgement.labels;
+        let category = labels.category;
+        let verified = decision.verification.result;
+        let values = [
             site,
             bot,
             category,
-            decision.verdict.as_str(),
-            decision.outcome.as_str(),
-            decision.verification.result.as_str(),
+            labels.verdict,
+            labels.outcome,
+            verified.as_str(),
         ];
         // A person's forwarded request always has the same labels (bot and category `person`).
-        let person = !decision.is_crawler()
-            && decision.verdict == VerdictLabel::Exempt
-            && decision.outcome == Outcome::Forwarded
-            && decision.verification.result == Verified::None;
-        if person {
+        if labels.person {
             decision
                 .site
                 .person_requests
-                .get_or_init(|| metrics.requests.with_label_values(&labels))
+                .get_or_init(|| metrics.requests.with_label_values(&values))
                 .inc();
         } else {
-            metrics.requests.with_label_values(&labels).inc();
+            metrics.requests.with_label_values(&values).inc();
         }
         // Which method verified (or refuted) a crawler: people are never checked.
-        if decision.is_crawler() && decision.verification.result != Verified::None {
+        if decision.is_crawler() && verified != Verified::None {
             metrics
                 .verifications
                 .with_label_values(&[
                     site,
                     bot,
-                    decision.verification.result.as_str(),
+                    verified.as_str(),
                     decision.verification.method.as_str(),
                 ])
                 .inc();
@@ -741,25 +629,25 @@ impl ProxyHttp for CrawlGate {
                 .with_label_values(&[site, bot, decision.signature.as_str()])
                 .inc();
         }
-        if decision.robots_txt {
+        if labels.robots_fetch {
             metrics.robots_fetches.with_label_values(&[site, bot]).inc();
         }
-        if decision.is_crawler() && !decision.robots_txt && decision.robots_unread {
+        if labels.without_robots_fetch {
             metrics
                 .requests_without_robots_fetch
                 .with_label_values(&[site, bot])
                 .inc();
         }
-        if let Some(refusal) = decision.content_usage {
+        if let Some(usage) = labels.content_usage {
             metrics
                 .content_usage
-                .with_label_values(&[site, bot, refusal.usage.label(), decision.outcome.as_str()])
+                .with_label_values(&[site, bot, usage, labels.outcome])
                 .inc();
         }
-        if let Some(delay) = decision.crawl_delay.as_ref().filter(|d| d.exceeded) {
+        if let Some(mode) = labels.crawl_delay_exceeded {
             metrics
                 .crawl_delay_exceeded
-                .with_label_values(&[site, bot, delay.mode.as_str()])
+                .with_label_values(&[site, bot, mode])
                 .inc();
         }
         if let Some(error) = error {
@@ -799,13 +687,13 @@ impl ProxyHttp for CrawlGate {
             category,
             verified: decision.verification.result.as_str(),
             verified_by: decision.verification.method.as_str(),
-            verdict: decision.verdict.as_str(),
+            verdict: labels.verdict,
             rule_line: decision.deciding_line(),
-            action: decision.outcome.as_str(),
+            action: labels.outcome,
             status: session.response_written().map_or(0, |r| r.status.as_u16()),
-            robots_unread: decision.robots_unread && !decision.robots_txt,
-            crawl_delay_exceeded: decision.crawl_delay.as_ref().is_some_and(|d| d.exceeded),
-            grace: decision.verdict == VerdictLabel::Grace,
+            robots_unread: labels.without_robots_fetch,
+            crawl_delay_exceeded: labels.crawl_delay_exceeded.is_some(),
+            grace: decision.judgement.verdict == VerdictLabel::Grace,
         };
         if !log.record(&entry) {
             metrics.access_log_dropped.inc();
@@ -821,14 +709,16 @@ mod tests {
     fn sanitize_removes_line_breaks_and_bounds_length() {
         assert_eq!(sanitize("a\r\nb"), "a??b");
         let long = "x".repeat(2000);
-        assert_eq!(sanitize(&long).chars().count(), MAX_ECHO + 1);
+        assert_eq!(sanitize(&long).chars().count(), crate::judge::MAX_ECHO + 1);
     }
 
     #[test]
     fn robots_txt_is_answered_with_what_is_enforced() {
         use crate::catalog::Catalog;
+        use crate::judge::Served;
         use crate::proxy::config::Settings;
         use crate::proxy::site::CatalogIndex;
+        use crate::proxy::site::SourceState;
         let yaml = "listen: [\"127.0.0.1:1\"]\nsites:\n  - name: s\n    upstream: \"127.0.0.1:9\"\n    robots: {origin: true, refresh: 30s}\n";
         let site = Settings::from_yaml(yaml, "t", std::path::Path::new("/"))
             .unwrap()
@@ -836,25 +726,28 @@ mod tests {
             .remove(0);
         let catalog = CatalogIndex::new(Catalog::embedded().unwrap()).unwrap();
         let refresh = site.robots.refresh;
-        let answer = |bytes: &'static [u8], state| {
+        let served = |bytes: &'static [u8], state| {
             let snapshot =
                 Snapshot::build(&site, &catalog, Bytes::from_static(bytes), state).unwrap();
-            robots_txt_answer(&snapshot, refresh)
+            decide::served(&snapshot, refresh)
         };
-        let loaded = answer(b"User-agent: *\nDisallow: /x\n", SourceState::Loaded);
         assert_eq!(
-            loaded,
-            (
-                200,
-                Bytes::from_static(b"User-agent: *\nDisallow: /x\n"),
-                None
-            )
+            served(b"User-agent: *\nDisallow: /x\n", SourceState::Loaded),
+            Served::File
         );
-        assert_eq!(answer(b"", SourceState::Unavailable).0, 404);
+        assert_eq!(served(b"", SourceState::Unavailable), Served::NoFile);
         for state in [SourceState::Unreachable, SourceState::Pending] {
-            let (status, _, retry) = answer(b"", state);
-            assert_eq!((status, retry), (503, Some(30)));
+            assert_eq!(served(b"", state), Served::Unreachable { retry_after: 30 });
         }
+        // The file in force is what is written, as loaded.
+        let snapshot = Snapshot::build(
+            &site,
+            &catalog,
+            Bytes::from_static(b"User-agent: *\nDisallow: /x\n"),
+            SourceState::Loaded,
+        )
+        .unwrap();
+        assert_eq!(body_of(Body::RobotsTxt, &snapshot), snapshot.bytes);
     }
 
     #[test]

@@ -415,15 +415,22 @@ impl Robots {
     /// decide with it.
     pub fn check_selected(&self, selected: Selected, url: &str) -> Verdict<'_> {
         let raw = path::path_and_query(url);
-        let as_sent = path::normalize(raw.as_bytes());
+        self.check_normalized(selected, &path::normalize(raw.as_bytes()))
+    }
+
+    /// [`Robots::check_selected`] for a path and query already reduced
+    /// ([`path::path_and_query`]) and normalised ([`path::normalize`]): a caller that asks
+    /// several questions of one request (the verdict, the previous file's, the preference)
+    /// normalises its path once.
+    pub fn check_normalized(&self, selected: Selected, as_sent: &[u8]) -> Verdict<'_> {
         // The pairs of octets a long path's queries read, read once for the path and its
         // resolved form.
         let mut pairs = PathPairs::default();
-        let verdict = self.judge_noting(selected, &as_sent, Form::AsSent, &mut pairs);
+        let verdict = self.judge_noting(selected, as_sent, Form::AsSent, &mut pairs);
         if !verdict.allowed || verdict.reason == Reason::RobotsTxt {
             return verdict;
         }
-        let stricter = path::forms(&as_sent)
+        let stricter = path::forms(as_sent)
             .map(|(form, other)| {
                 let mut pairs = match form {
                     Form::Resolved => std::mem::take(&mut pairs).for_resolved(),
@@ -556,13 +563,23 @@ impl Robots {
         url: &str,
         uses: &[Usage],
     ) -> Preference {
+        let raw = path::path_and_query(url);
+        self.stated_preference_normalized(selected, &path::normalize(raw.as_bytes()), uses)
+    }
+
+    /// [`Robots::stated_preference_of`] for a path and query already reduced and normalised
+    /// (see [`Robots::check_normalized`]).
+    pub fn stated_preference_normalized(
+        &self,
+        selected: Selected,
+        as_sent: &[u8],
+        uses: &[Usage],
+    ) -> Preference {
         let Some(selection) = self.selection_of(selected).filter(|s| s.preferences) else {
             return Preference::UNKNOWN;
         };
-        let raw = path::path_and_query(url);
-        let as_sent = path::normalize(raw.as_bytes());
-        let preference = self.prefer(selection, &as_sent, uses);
-        path::forms(&as_sent).fold(preference, |preference, (_, other)| {
+        let preference = self.prefer(selection, as_sent, uses);
+        path::forms(as_sent).fold(preference, |preference, (_, other)| {
             preference.stricter(self.prefer(selection, &other, uses))
         })
     }

@@ -300,31 +300,8 @@ pub struct PolitenessFile {
     pub grace: Option<HumanDuration>,
 }
 
-/// What to do when a crawler comes sooner than its crawl-delay.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CrawlDelayMode {
-    /// Answer 429 with Retry-After.
-    Enforce,
-    /// Forward with `X-Crawlgate-Crawl-Delay: exceeded`.
-    Tag,
-    /// Forward; count it.
-    Count,
-    /// Do not look.
-    Off,
-}
-
-impl CrawlDelayMode {
-    /// The value as written.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CrawlDelayMode::Enforce => "enforce",
-            CrawlDelayMode::Tag => "tag",
-            CrawlDelayMode::Count => "count",
-            CrawlDelayMode::Off => "off",
-        }
-    }
-}
+// The judgement reads it, and builds without the proxy.
+pub use crate::judge::CrawlDelayMode;
 
 /// The shortest and the longest `refresh` of a robots.txt fetched from the origin.
 pub(super) const MIN_REFRESH: Duration = Duration::from_secs(1);

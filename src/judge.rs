@@ -1,0 +1,1237 @@
+//! The judgement on one request, apart from any I/O: given what was observed of a request (who
+//! asks, whether that is true, the path, when the crawler last read robots.txt and whether it
+//! keeps its crawl-delay) and the law it is judged by (the site's robots.txt and crawler table,
+//! the previous file, the site's policy), what robots.txt says, what happens, what crawlgate
+//! answers when it answers itself, and what is counted.
+//!
+//! The proxy gathers the observations ([`crate::proxy::decide::gather`]: routing, signatures,
+//! verification, the state store) and writes the [`Judgement`]'s response; `crawlgate explain`
+//! prints the same judgement; `audit` replays logs through it; the tests of people call it. No
+//! clock is read here: the time is observed, and passed in.
+//!
+//! It is two calls, because the state store is asked one question per crawler request and the
+//! question depends on robots.txt's answer (a request that is blocked takes no crawl-delay slot):
+//! [`read`] reads robots.txt for the request (the matcher runs here, once per file) and says what
+//! to ask the store ([`Reading::ask`]); [`judge`] takes the reading and the store's answer
+//! ([`Visit`]) and rules.
+
+use crate::agent::Who;
+use crate::crawlers::{Crawler, Crawlers};
+use crate::policy::{self, Action, Outcome, VerdictLabel};
+use crate::robots::{path, Preference, PreferenceRule, Robots, Rule, Selected, Usage};
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::net::IpAddr;
+use std::time::{Duration, SystemTime};
+
+/// What to do when a crawler comes sooner than its crawl-delay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CrawlDelayMode {
+    /// Answer 429 with Retry-After.
+    Enforce,
+    /// Forward with `X-Crawlgate-Crawl-Delay: exceeded`.
+    Tag,
+    /// Forward; count it.
+    Count,
+    /// Do not look.
+    Off,
+}
+
+impl CrawlDelayMode {
+    /// The value as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CrawlDelayMode::Enforce => "enforce",
+            CrawlDelayMode::Tag => "tag",
+            CrawlDelayMode::Count => "count",
+            CrawlDelayMode::Off => "off",
+        }
+    }
+}
+
+/// The crawl-delay verdict of one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pace {
+    /// Within the crawl-delay (or none applies).
+    Ok,
+    /// Sooner than the crawl-delay allows: the crawler may come back after this long.
+    TooSoon(Duration),
+}
+
+/// The crawl-delay part of a crawler's visit: the delay, and when it applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PaceQuery {
+    /// robots.txt's crawl-delay for this crawler (not zero).
+    pub delay: Duration,
+    /// `None`: the request is forwarded whatever the crawler read, so the delay applies. `Some`:
+    /// the request is forwarded only by grace (RFC 9309's cached copy), which holds when the
+    /// crawler last fetched robots.txt at or after the first instant and before the second; the
+    /// delay applies only then. The store decides it with the fetch time it reads in the same
+    /// round trip, so a crawler's request never costs two.
+    pub only_if_fetched: Option<(SystemTime, SystemTime)>,
+}
+
+impl PaceQuery {
+    /// Whether the crawl-delay applies, given when the crawler last fetched robots.txt.
+    pub fn applies(&self, last_fetch: Option<SystemTime>) -> bool {
+        match self.only_if_fetched {
+            None => true,
+            Some((from, until)) => last_fetch.is_some_and(|at| at >= from && at < until),
+        }
+    }
+}
+
+/// What the state store answered about a crawler's request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Visit {
+    /// When it last fetched robots.txt.
+    pub last_fetch: Option<SystemTime>,
+    /// Whether it keeps its crawl-delay: `None` when no delay was asked about, or it did not
+    /// apply ([`PaceQuery::applies`]).
+    pub pace: Option<Pace>,
+}
+
+/// A site's policy, as plain values: what the configuration says to do.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rules {
+    /// The site's action (a person's, for the labels; crawlers have their own in the table).
+    pub action: Action,
+    /// The status of a blocked request's answer.
+    pub block_status: u16,
+    /// Whether a path's content-use preference that refuses what a crawler is for is treated as
+    /// disallowed.
+    pub enforce_content_use: bool,
+    /// Whether responses carry the path's preference in a `Content-Usage` header.
+    pub announce_content_use: bool,
+    /// What a crawler that comes sooner than its crawl-delay gets.
+    pub crawl_delay: CrawlDelayMode,
+    /// What happens to a crawler whose claim is proven false.
+    pub on_spoofed: Action,
+    /// How long a robots.txt fetch counts as read.
+    pub read_window: Duration,
+    /// How long a crawler may go by the previous file (RFC 9309's cache allowance).
+    pub grace: Duration,
+}
+
+impl Default for Rules {
+    /// The defaults of a site's configuration.
+    fn default() -> Self {
+        Rules {
+            action: Action::Block,
+            block_status: 403,
+            enforce_content_use: false,
+            announce_content_use: false,
+            crawl_delay: CrawlDelayMode::Count,
+            on_spoofed: Action::Block,
+            read_window: Duration::from_secs(24 * 3600),
+            grace: Duration::from_secs(24 * 3600),
+        }
+    }
+}
+
+/// How `/robots.txt` itself is answered, by where the file in force came from: crawlers read
+/// the copy they are judged by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    /// A file was loaded: it is served as enforced (200).
+    File,
+    /// The origin has none (4xx): `404`, "no restrictions", which is what is enforced.
+    NoFile,
+    /// Nothing good at hand (unreachable, or not fetched yet): `503` with `Retry-After`, so that
+    /// a crawler assumes complete disallow (RFC 9309 §2.3.1.4), as enforced, and comes back soon.
+    Unreachable {
+        /// Seconds until the next fetch is tried.
+        retry_after: u64,
+    },
+}
+
+/// The file a site enforced before the one in force, for crawlers that read it.
+#[derive(Debug, Clone, Copy)]
+pub struct Previous<'a> {
+    /// Its compiled file.
+    pub robots: &'a Robots,
+    /// When it was loaded.
+    pub loaded_at: SystemTime,
+}
+
+/// What a request is judged by.
+#[derive(Debug, Clone, Copy)]
+pub struct Law<'a> {
+    /// The robots.txt in force (or its stand-in).
+    pub robots: &'a Robots,
+    /// The site's crawler table, judged by it.
+    pub crawlers: &'a Crawlers,
+    /// When the file in force was loaded: the end of the previous file's grace.
+    pub loaded_at: SystemTime,
+    /// The previous file, if the site had one.
+    pub previous: Option<Previous<'a>>,
+    /// How `/robots.txt` is answered.
+    pub served: Served,
+    /// Why the file in force is a stand-in, for block messages.
+    pub stand_in: Option<&'static str>,
+    /// The site's policy.
+    pub rules: Rules,
+    /// Whether crawlgate's own answers are composed (the proxy, `explain`); a replay of logs
+    /// only counts, and composes no message for each line it reads.
+    pub answers: bool,
+}
+
+/// A claim proven false.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spoofed<'a> {
+    /// By a signature (invalid, or replayed), rather than by the client's address.
+    pub by_signature: bool,
+    /// Why, for people.
+    pub detail: &'a str,
+}
+
+/// What was observed of one request.
+#[derive(Debug, Clone, Copy)]
+pub struct Observed<'a> {
+    /// The path and query as sent, for the messages.
+    pub target: &'a str,
+    /// The path and query reduced ([`path::path_and_query`]) and normalised
+    /// ([`path::normalize`]): the one normalisation of the request.
+    pub path: &'a [u8],
+    /// Who asks: a person, an unnamed crawler, or a row of the law's crawler table (the claimed
+    /// one, or the one a verified signature speaks for).
+    pub who: Who,
+    /// The client address used.
+    pub client: IpAddr,
+    /// Its claim proven false, when it was.
+    pub spoofed: Option<Spoofed<'a>>,
+    /// A signature used before, on a request whose User-Agent claims the crawler it speaks for.
+    pub replayed: bool,
+    /// Now.
+    pub now: SystemTime,
+}
+
+/// A stated preference that refuses what the crawler is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    /// The refused use.
+    pub usage: Usage,
+    /// The refusing rule's index in the snapshot's [`crate::robots::ParsedFile::preferences`].
+    pub rule: usize,
+}
+
+/// The previous file, when it allows what the current one refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grace {
+    /// Its deciding rule.
+    pub rule: Option<usize>,
+    /// The fetch times that earn grace: `[from, until)`.
+    pub fetched: (SystemTime, SystemTime),
+}
+
+/// What to ask the state store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ask {
+    /// Nothing: a person.
+    Nothing,
+    /// Record a robots.txt fetch.
+    RobotsFetched,
+    /// When the crawler last read robots.txt, and (when a delay applies) whether it keeps it.
+    Visit(Option<PaceQuery>),
+}
+
+/// What robots.txt says of a request, before the store is asked.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reading {
+    /// The request is for `/robots.txt`, which robots.txt does not judge.
+    pub robots_txt: bool,
+    /// The groups it is judged by in the file in force.
+    pub selected: Selected,
+    /// Whether the file in force lets it fetch the path.
+    pub allowed: bool,
+    /// The file in force's deciding rule.
+    pub rule: Option<usize>,
+    /// The previous file's verdict, when it allows what the current one refuses and the crawler
+    /// may have read it.
+    pub grace: Option<Grace>,
+    /// The use the path's preference refuses (when the site enforces preferences).
+    pub refusal: Option<Refusal>,
+    /// The preference to announce in `Content-Usage` (unknown: none).
+    pub announce: Preference,
+    /// The crawl-delay that applies to it.
+    pub delay: Option<Duration>,
+    /// What the store is asked.
+    pub ask: Ask,
+}
+
+/// The crawl-delay part of a judgement.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CrawlDelay {
+    /// The delay robots.txt asks of this crawler.
+    pub seconds: f64,
+    /// Whether this request came sooner than it allows.
+    pub exceeded: bool,
+    /// When it may come again, if it came too soon.
+    pub retry_after_seconds: Option<u64>,
+    /// What the site does about it.
+    #[serde(serialize_with = "mode_as_str")]
+    pub mode: CrawlDelayMode,
+}
+
+fn mode_as_str<S: serde::Serializer>(mode: &CrawlDelayMode, out: S) -> Result<S::Ok, S::Error> {
+    out.serialize_str(mode.as_str())
+}
+
+/// The body of an answer crawlgate gives itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Body {
+    /// The robots.txt file in force, as loaded (the caller holds its bytes).
+    RobotsTxt,
+    /// A fixed text.
+    Static(&'static str),
+    /// A text about this request.
+    Text(String),
+}
+
+/// An answer crawlgate gives itself, instead of forwarding: `text/plain; charset=utf-8`,
+/// `Cache-Control: no-store`, and `Retry-After` when there is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    /// The status.
+    pub status: u16,
+    /// The body.
+    pub body: Body,
+    /// Seconds to wait before asking again.
+    pub retry_after: Option<u64>,
+}
+
+impl Response {
+    /// The media type of every answer (robots.txt's is text too).
+    pub const CONTENT_TYPE: &'static str = "text/plain; charset=utf-8";
+    /// Nobody caches a verdict about one request.
+    pub const CACHE_CONTROL: &'static str = "no-store";
+}
+
+/// What is counted of a request, beyond who asked (the bot label is the table's, by `who`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Labels {
+    /// The category label (`person` for a person).
+    pub category: &'static str,
+    /// The verdict label.
+    pub verdict: &'static str,
+    /// The outcome label.
+    pub outcome: &'static str,
+    /// A person's forwarded request: always the same labels.
+    pub person: bool,
+    /// A robots.txt fetch.
+    pub robots_fetch: bool,
+    /// A crawler's request without a robots.txt fetch in the read window.
+    pub without_robots_fetch: bool,
+    /// The refused use, for a `content-usage` verdict.
+    pub content_usage: Option<&'static str>,
+    /// The crawl-delay mode, when the request came too soon.
+    pub crawl_delay_exceeded: Option<&'static str>,
+}
+
+/// The judgement on one request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    /// robots.txt's verdict.
+    pub verdict: VerdictLabel,
+    /// Index of the deciding rule in the deciding file's rules.
+    pub rule: Option<usize>,
+    /// The previous file decided (a grace verdict).
+    pub by_previous: bool,
+    /// The action configured for this requester.
+    pub action: Action,
+    /// What happens.
+    pub outcome: Outcome,
+    /// The use the path's content-use preference refuses, when the verdict is `content-usage`.
+    pub content_usage: Option<Refusal>,
+    /// The crawl-delay, when one applies.
+    pub crawl_delay: Option<CrawlDelay>,
+    /// Whether the crawler had not fetched robots.txt within the read window.
+    pub robots_unread: bool,
+    /// When the crawler last fetched robots.txt.
+    pub last_robots_fetch: Option<SystemTime>,
+    /// The preference announced in the response's `Content-Usage` header (unknown: none).
+    pub announce: Preference,
+    /// crawlgate's own answer, when the request is not forwarded.
+    pub response: Option<Response>,
+    /// What is counted.
+    pub labels: Labels,
+}
+
+/// The row robots.txt is read for: the claimed one, or the unnamed crawlers' when the claim is
+/// spoofed (a fake Googlebot is not Googlebot) or it is a person.
+pub fn judged<'a>(crawlers: &'a Crawlers, who: Who, spoofed: bool) -> Crawler<'a> {
+    match crawlers.row(who) {
+        Some(crawler) if !spoofed => crawler,
+        _ => crawlers.unnamed(),
+    }
+}
+
+/// Reads robots.txt for a request: the verdict of the file in force, the previous file's when
+/// grace could apply, the content-use preference, the crawl-delay, and what the store must be
+/// asked. Pure; the matcher runs once on each file.
+pub fn read(observed: &Observed<'_>, law: &Law<'_>) -> Reading {
+    read_with(observed, law, |selected, path| {
+        let verdict = law.robots.check_normalized(selected, path);
+        (verdict.allowed, verdict.rule_index)
+    })
+}
+
+/// [`read`], with the verdict of the file in force (allowed, and the deciding rule's index) for
+/// the groups and the normalised path given by `matched`: a caller that remembers verdicts
+/// (`audit`'s memo) answers from memory what the matcher answered before.
+pub fn read_with(
+    observed: &Observed<'_>,
+    law: &Law<'_>,
+    matched: impl FnOnce(Selected, &[u8]) -> (bool, Option<usize>),
+) -> Reading {
+    let robots_txt = path::is_robots_txt(observed.path);
+    let spoofed = observed.spoofed.is_some();
+    let crawler = judged(law.crawlers, observed.who, spoofed);
+    let selected = crawler.selected;
+    let mut reading = Reading {
+        robots_txt,
+        selected,
+        allowed: true,
+        rule: None,
+        grace: None,
+        refusal: None,
+        announce: Preference::UNKNOWN,
+        delay: None,
+        ask: Ask::Nothing,
+    };
+    let rules = &law.rules;
+    let announces =
+        rules.announce_content_use && !robots_txt && law.robots.has_preferences(selected);
+    if !observed.who.is_crawler() {
+        if announces && law.robots.check_normalized(selected, observed.path).allowed {
+            reading.announce =
+                law.robots
+                    .stated_preference_normalized(selected, observed.path, &Usage::ALL);
+        }
+        return reading;
+    }
+    if robots_txt {
+        reading.ask = Ask::RobotsFetched;
+        return reading;
+    }
+    let (allowed, rule) = matched(selected, observed.path);
+    reading.allowed = allowed;
+    reading.rule = rule;
+    if allowed {
+        reading.refusal = read_preference(&mut reading, crawler, observed, law, announces);
+    } else {
+        reading.grace = grace(crawler, observed, law);
+    }
+    let delay = law
+        .robots
+        .crawl_delay_selected(selected)
+        .filter(|d| !d.is_zero() && rules.crawl_delay != CrawlDelayMode::Off && !spoofed);
+    reading.delay = delay;
+    let action = law
+        .crawlers
+        .row(observed.who)
+        .map_or(rules.action, |c| c.action);
+    let forwarded = |label| policy::decide(observed.who, label, action) != Outcome::Blocked;
+    // robots.txt's own verdict decides whether the delay applies: a path whose preference
+    // refuses the crawler is paced as the allowed path it is.
+    let current = if allowed {
+        VerdictLabel::Allowed
+    } else {
+        VerdictLabel::Disallowed
+    };
+    let pace = delay.and_then(|delay| {
+        if forwarded(current) {
+            Some(PaceQuery {
+                delay,
+                only_if_fetched: None,
+            })
+        } else {
+            // Blocked unless grace lets it in: paced only then.
+            let window = reading.grace?.fetched;
+            forwarded(VerdictLabel::Grace).then_some(PaceQuery {
+                delay,
+                only_if_fetched: Some(window),
+            })
+        }
+    });
+    reading.ask = Ask::Visit(pace);
+    reading
+}
+
+/// The preference on an allowed path: the one announced, and the use it refuses when the site
+/// enforces preferences (a spoofed claim is read as the unnamed crawler, which none refuses).
+/// One look-up answers both when the site does both.
+fn read_preference(
+    reading: &mut Reading,
+    crawler: Crawler<'_>,
+    observed: &Observed<'_>,
+    law: &Law<'_>,
+    announces: bool,
+) -> Option<Refusal> {
+    let uses = policy::uses_of(crawler.category);
+    let enforces = law.rules.enforce_content_use
+        && !uses.is_empty()
+        && law.robots.has_preferences(crawler.selected);
+    let preference = match (announces, enforces) {
+        (false, false) => return None,
+        (true, _) => {
+            let all = law.robots.stated_preference_normalized(
+                crawler.selected,
+                observed.path,
+                &Usage::ALL,
+            );
+            reading.announce = all;
+            all
+        }
+        (false, true) => {
+            law.robots
+                .stated_preference_normalized(crawler.selected, observed.path, uses)
+        }
+    };
+    if !enforces {
+        return None;
+    }
+    let (usage, stated) = preference.refused(uses)?;
+    Some(Refusal {
+        usage,
+        rule: stated.rule?,
+    })
+}
+
+/// RFC 9309 lets a crawler use a cached robots.txt for up to 24 hours: a crawler that fetched the
+/// previous file within the grace period, and before the current one was loaded, is judged by the
+/// file it read. When the previous file allows the path, returns its deciding rule and the fetch
+/// times that earn grace; [`judge`] checks the crawler's fetch against them.
+fn grace(crawler: Crawler<'_>, observed: &Observed<'_>, law: &Law<'_>) -> Option<Grace> {
+    let previous = law.previous?;
+    let oldest = observed
+        .now
+        .checked_sub(law.rules.grace)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let from = previous.loaded_at.max(oldest);
+    let until = law.loaded_at;
+    if from >= until {
+        return None;
+    }
+    let verdict = previous
+        .robots
+        .check_normalized(crawler.select_in(previous.robots), observed.path);
+    verdict.allowed.then_some(Grace {
+        rule: verdict.rule_index,
+        fetched: (from, until),
+    })
+}
+
+/// Rules on a request, from what was observed, what robots.txt says ([`read`]) and what the
+/// store answered. Pure.
+pub fn judge(observed: &Observed<'_>, law: &Law<'_>, reading: &Reading, visit: Visit) -> Judgement {
+    let rules = &law.rules;
+    let who = observed.who;
+    let crawler = law.crawlers.row(who);
+    let mut judgement = Judgement {
+        verdict: VerdictLabel::Exempt,
+        rule: None,
+        by_previous: false,
+        action: crawler.map_or(rules.action, |c| c.action),
+        outcome: Outcome::Forwarded,
+        content_usage: None,
+        crawl_delay: None,
+        robots_unread: false,
+        last_robots_fetch: None,
+        announce: reading.announce,
+        response: None,
+        labels: Labels {
+            category: crawler.map_or("person", |c| c.category.as_str()),
+            verdict: "",
+            outcome: "",
+            person: false,
+            robots_fetch: reading.robots_txt,
+            without_robots_fetch: false,
+            content_usage: None,
+            crawl_delay_exceeded: None,
+        },
+    };
+    if who.is_crawler() && !reading.robots_txt {
+        rule(&mut judgement, observed, law, reading, visit);
+    }
+    if law.answers {
+        judgement.response = respond(&judgement, observed, law, reading);
+    }
+    let labels = &mut judgement.labels;
+    labels.verdict = judgement.verdict.as_str();
+    labels.outcome = judgement.outcome.as_str();
+    labels.person = !who.is_crawler();
+    labels.without_robots_fetch = judgement.robots_unread;
+    labels.content_usage = judgement.content_usage.map(|r| r.usage.label());
+    labels.crawl_delay_exceeded = judgement
+        .crawl_delay
+        .as_ref()
+        .filter(|d| d.exceeded)
+        .map(|d| d.mode.as_str());
+    judgement
+}
+
+/// A crawler's request for a path other than `/robots.txt`.
+fn rule(
+    judgement: &mut Judgement,
+    observed: &Observed<'_>,
+    law: &Law<'_>,
+    reading: &Reading,
+    visit: Visit,
+) {
+    let rules = &law.rules;
+    judgement.verdict = if reading.allowed {
+        VerdictLabel::Allowed
+    } else {
+        VerdictLabel::Disallowed
+    };
+    judgement.rule = reading.rule;
+    let last_fetch = visit.last_fetch;
+    judgement.last_robots_fetch = last_fetch;
+    judgement.robots_unread = last_fetch
+        .is_none_or(|at| observed.now.duration_since(at).unwrap_or_default() > rules.read_window);
+    if let Some(Grace {
+        rule,
+        fetched: (from, until),
+    }) = reading.grace
+    {
+        if last_fetch.is_some_and(|at| at >= from && at < until) {
+            judgement.verdict = VerdictLabel::Grace;
+            judgement.rule = rule;
+            judgement.by_previous = true;
+        }
+    }
+    // A path robots.txt lets the crawler fetch may still carry a preference that refuses what
+    // the crawler is for; a site that enforces preferences treats it as disallowed.
+    if judgement.verdict == VerdictLabel::Allowed {
+        if let Some(refusal) = reading.refusal {
+            judgement.verdict = VerdictLabel::ContentUsage;
+            judgement.rule = None;
+            judgement.content_usage = Some(refusal);
+        }
+    }
+    if observed.spoofed.is_some() {
+        judgement.action = rules.on_spoofed;
+        judgement.outcome = match rules.on_spoofed {
+            Action::Block => Outcome::Blocked,
+            Action::Tag => Outcome::Tagged,
+            Action::Count => Outcome::Counted,
+        };
+        return;
+    }
+    judgement.outcome = policy::decide(observed.who, judgement.verdict, judgement.action);
+    if let (Some(delay), Some(pace)) = (reading.delay, visit.pace) {
+        let (exceeded, retry_after) = match pace {
+            Pace::Ok => (false, None),
+            Pace::TooSoon(wait) => (true, Some(wait)),
+        };
+        judgement.crawl_delay = Some(CrawlDelay {
+            seconds: delay.as_secs_f64(),
+            exceeded,
+            retry_after_seconds: retry_after.map(ceil_seconds),
+            mode: rules.crawl_delay,
+        });
+        if exceeded {
+            judgement.outcome = match rules.crawl_delay {
+                CrawlDelayMode::Enforce => Outcome::Throttled,
+                CrawlDelayMode::Tag => Outcome::Tagged,
+                CrawlDelayMode::Count | CrawlDelayMode::Off => judgement.outcome,
+            };
+        }
+    }
+}
+
+fn ceil_seconds(wait: Duration) -> u64 {
+    let whole = wait.as_secs();
+    if wait.subsec_nanos() > 0 {
+        whole.saturating_add(1)
+    } else {
+        whole.max(1)
+    }
+}
+
+/// crawlgate's own answer, if any: a replayed signature's 429 first (RFC 9421 §7.2.2 and the
+/// draft: a signature used twice is refused, whoever sent it), then robots.txt as enforced,
+/// then a block or a throttle.
+fn respond(
+    judgement: &Judgement,
+    observed: &Observed<'_>,
+    law: &Law<'_>,
+    reading: &Reading,
+) -> Option<Response> {
+    if observed.replayed {
+        let detail = observed.spoofed.map_or("", |s| s.detail);
+        let body = format!("crawlgate: {}; sign each request anew\n", sanitize(detail));
+        return Some(Response {
+            status: 429,
+            body: Body::Text(body),
+            retry_after: None,
+        });
+    }
+    if reading.robots_txt {
+        return Some(match law.served {
+            Served::File => Response {
+                status: 200,
+                body: Body::RobotsTxt,
+                retry_after: None,
+            },
+            Served::NoFile => Response {
+                status: 404,
+                body: Body::Static(
+                    "crawlgate: the origin has no robots.txt (4xx): no restrictions\n",
+                ),
+                retry_after: None,
+            },
+            Served::Unreachable { retry_after } => Response {
+                status: 503,
+                body: Body::Static(
+                    "crawlgate: robots.txt cannot be fetched from the origin right now; try again later\n",
+                ),
+                retry_after: Some(retry_after),
+            },
+        });
+    }
+    match judgement.outcome {
+        Outcome::Blocked => Some(Response {
+            status: law.rules.block_status,
+            body: Body::Text(block_message(judgement, observed, law)),
+            retry_after: None,
+        }),
+        Outcome::Throttled => {
+            let delay = judgement.crawl_delay.as_ref();
+            let body = format!(
+                "robots.txt asks {} to wait {} s between requests (crawl-delay); come back later\n",
+                bot(law, observed.who),
+                delay.map_or(0.0, |d| d.seconds)
+            );
+            Some(Response {
+                status: 429,
+                body: Body::Text(body),
+                retry_after: delay.and_then(|d| d.retry_after_seconds),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The metric label of the requester (`GPTBot`, `MJ12bot`, `unnamed`, `person`).
+fn bot<'a>(law: &Law<'a>, who: Who) -> &'a str {
+    match law.crawlers.row(who) {
+        Some(crawler) => &crawler.row.label,
+        None => law.crawlers.person_label(),
+    }
+}
+
+/// The deciding rule of a judgement in the file that decided.
+pub fn deciding_rule<'a>(judgement: &Judgement, law: &Law<'a>) -> Option<&'a Rule> {
+    let robots = match (judgement.by_previous, law.previous) {
+        (true, Some(previous)) => previous.robots,
+        _ => law.robots,
+    };
+    judgement.rule.and_then(|i| robots.file().rules.get(i))
+}
+
+/// The preference rule behind a `content-usage` verdict.
+pub fn preference_rule<'a>(judgement: &Judgement, law: &Law<'a>) -> Option<&'a PreferenceRule> {
+    law.robots.preference_rule(judgement.content_usage?.rule)
+}
+
+/// The text of a blocked request's answer: which rule, or why the crawler is refused.
+fn block_message(judgement: &Judgement, observed: &Observed<'_>, law: &Law<'_>) -> String {
+    let bot = bot(law, observed.who);
+    let path = sanitize(observed.target);
+    match observed.spoofed {
+        Some(spoofed) if spoofed.by_signature => {
+            return format!(
+                "crawlgate: this request's signature does not prove it is {bot} ({}); {path} was not fetched\n",
+                sanitize(spoofed.detail)
+            );
+        }
+        Some(spoofed) => {
+            return format!(
+                "crawlgate: this request says it is {bot}, but {} is not {bot}'s ({}); {path} was not fetched\n",
+                observed.client,
+                sanitize(spoofed.detail)
+            );
+        }
+        None => {}
+    }
+    if let (Some(refusal), Some(rule)) = (judgement.content_usage, preference_rule(judgement, law))
+    {
+        return format!(
+            "robots.txt line {} ({}) refuses {} use, which {bot} ({}) is for; {path} was not fetched\n",
+            rule.line,
+            sanitize(&rule.text()),
+            refusal.usage.label(),
+            judgement.labels.category,
+        );
+    }
+    match (law.stand_in, deciding_rule(judgement, law)) {
+        (Some(reason), _) => {
+            format!("{reason}: everything is disallowed for {bot}; {path} was not fetched\n")
+        }
+        (None, Some(rule)) => format!(
+            "robots.txt line {} ({}: {}) disallows {path} for {bot}\n",
+            rule.line,
+            rule.kind.directive(),
+            sanitize(&rule.pattern)
+        ),
+        (None, None) => format!("robots.txt disallows {path} for {bot}\n"),
+    }
+}
+
+/// A request target's path and query, reduced ([`path::path_and_query`]) and normalised
+/// ([`path::normalize`]): borrowed from the target when neither changes it (nearly always).
+pub fn normalized(target: &str) -> Cow<'_, [u8]> {
+    match path::path_and_query(target) {
+        Cow::Borrowed(reduced) => path::normalize(reduced.as_bytes()),
+        Cow::Owned(reduced) => Cow::Owned(path::normalize(reduced.as_bytes()).into_owned()),
+    }
+}
+
+/// The longest piece of request data that goes into a header value or a body.
+pub const MAX_ECHO: usize = 512;
+
+/// Request data made safe to echo: control characters replaced, length bounded.
+pub fn sanitize(text: &str) -> Cow<'_, str> {
+    if text.len() <= MAX_ECHO && !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out: String = text
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .take(MAX_ECHO)
+        .collect();
+    if text.chars().count() > MAX_ECHO {
+        out.push('…');
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+    use crate::crawlers::CatalogIndex;
+    use crate::policy::Actions;
+
+    const GPTBOT: &[u8] = b"Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)";
+    const FIREFOX: &[u8] =
+        b"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
+
+    /// The file in force: GPTBot may not fetch /private/ and is asked to wait 10 s; a path it
+    /// may fetch states that it is not for training.
+    const FILE: &str = "User-agent: GPTBot\nDisallow: /private/\nCrawl-delay: 10\nContent-Usage: /no-ai/ train-ai=n\n\nUser-agent: *\nDisallow: /tmp/\n";
+    /// The file before it, which let GPTBot fetch /private/.
+    const PREVIOUS: &str = "User-agent: GPTBot\nAllow: /\n";
+
+    fn at(seconds: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + seconds)
+    }
+
+    /// One row of the table: a request, what the store answered, and the judgement expected.
+    struct Case {
+        name: &'static str,
+        user_agent: &'static [u8],
+        target: &'static str,
+        action: Action,
+        rules: Rules,
+        served: Served,
+        spoofed: Option<Spoofed<'static>>,
+        replayed: bool,
+        visit: Visit,
+        verdict: VerdictLabel,
+        outcome: Outcome,
+        /// crawlgate's answer: status and a piece of its body (`None`: forwarded).
+        answer: Option<(u16, &'static str)>,
+        retry_after: Option<u64>,
+    }
+
+    /// A request from GPTBot for an allowed path, read recently: every row changes what it is
+    /// about.
+    fn case(name: &'static str) -> Case {
+        Case {
+            name,
+            user_agent: GPTBOT,
+            target: "/public/page",
+            action: Action::Block,
+            rules: Rules {
+                enforce_content_use: true,
+                crawl_delay: CrawlDelayMode::Enforce,
+                ..Rules::default()
+            },
+            served: Served::File,
+            spoofed: None,
+            replayed: false,
+            visit: Visit {
+                last_fetch: Some(at(150)),
+                pace: None,
+            },
+            verdict: VerdictLabel::Allowed,
+            outcome: Outcome::Forwarded,
+            answer: None,
+            retry_after: None,
+        }
+    }
+
+    fn run(case: &Case) -> (Reading, Judgement) {
+        let catalog = CatalogIndex::new(Catalog::embedded().unwrap()).unwrap();
+        let robots = Robots::parse(FILE.as_bytes());
+        let previous = Robots::parse(PREVIOUS.as_bytes());
+        let crawlers =
+            Crawlers::build(&catalog, &robots, &Actions::for_site(case.action), &[]).unwrap();
+        let law = Law {
+            robots: &robots,
+            crawlers: &crawlers,
+            loaded_at: at(100),
+            previous: Some(Previous {
+                robots: &previous,
+                loaded_at: at(0),
+            }),
+            served: case.served,
+            stand_in: None,
+            rules: case.rules,
+            answers: true,
+        };
+        let path = normalized(case.target);
+        let observed = Observed {
+            target: case.target,
+            path: &path,
+            who: crawlers.classify(case.user_agent),
+            client: IpAddr::from([192, 0, 2, 1]),
+            spoofed: case.spoofed,
+            replayed: case.replayed,
+            now: at(200),
+        };
+        let reading = read(&observed, &law);
+        let judgement = judge(&observed, &law, &reading, case.visit);
+        (reading, judgement)
+    }
+
+    fn text(response: &Response) -> &str {
+        match &response.body {
+            Body::RobotsTxt => "(robots.txt)",
+            Body::Static(text) => text,
+            Body::Text(text) => text,
+        }
+    }
+
+    #[test]
+    fn every_outcome_is_judged_as_the_proxy_answers_it() {
+        let by_address = Spoofed {
+            by_signature: false,
+            detail: "192.0.2.1 is not in GPTBot's published ranges",
+        };
+        let by_signature = Spoofed {
+            by_signature: true,
+            detail: "a replayed signature",
+        };
+        let cases = [
+            case("allowed"),
+            Case {
+                target: "/private/report",
+                verdict: VerdictLabel::Disallowed,
+                outcome: Outcome::Blocked,
+                answer: Some((403, "robots.txt line 2 (Disallow: /private/) disallows")),
+                ..case("block")
+            },
+            Case {
+                target: "/private/report",
+                action: Action::Tag,
+                verdict: VerdictLabel::Disallowed,
+                outcome: Outcome::Tagged,
+                ..case("tag")
+            },
+            Case {
+                action: Action::Tag,
+                outcome: Outcome::Tagged,
+                ..case("tag mode tags an allowed request too")
+            },
+            Case {
+                target: "/private/report",
+                action: Action::Count,
+                verdict: VerdictLabel::Disallowed,
+                outcome: Outcome::Counted,
+                ..case("count")
+            },
+            Case {
+                visit: Visit {
+                    last_fetch: Some(at(150)),
+                    pace: Some(Pace::TooSoon(Duration::from_millis(2500))),
+                },
+                outcome: Outcome::Throttled,
+                answer: Some((429, "robots.txt asks GPTBot to wait 10 s")),
+                retry_after: Some(3),
+                ..case("throttle")
+            },
+            Case {
+                rules: Rules {
+                    crawl_delay: CrawlDelayMode::Tag,
+                    ..case("").rules
+                },
+                visit: Visit {
+                    last_fetch: Some(at(150)),
+                    pace: Some(Pace::TooSoon(Duration::from_secs(1))),
+                },
+                outcome: Outcome::Tagged,
+                ..case("a crawl-delay in tag mode tags")
+            },
+            Case {
+                spoofed: Some(by_signature),
+                replayed: true,
+                verdict: VerdictLabel::Allowed,
+                outcome: Outcome::Blocked,
+                answer: Some((
+                    429,
+                    "crawlgate: a replayed signature; sign each request anew",
+                )),
+                ..case("replay")
+            },
+            Case {
+                target: "/private/report",
+                visit: Visit {
+                    last_fetch: Some(at(50)),
+                    pace: None,
+                },
+                verdict: VerdictLabel::Grace,
+                outcome: Outcome::Forwarded,
+                ..case("grace: told by the previous robots.txt")
+            },
+            Case {
+                target: "/private/report",
+                visit: Visit {
+                    last_fetch: Some(at(150)),
+                    pace: None,
+                },
+                verdict: VerdictLabel::Disallowed,
+                outcome: Outcome::Blocked,
+                answer: Some((403, "disallows /private/report for GPTBot")),
+                ..case("no grace for a crawler that read the file in force")
+            },
+            Case {
+                target: "/no-ai/page",
+                verdict: VerdictLabel::ContentUsage,
+                outcome: Outcome::Blocked,
+                answer: Some((
+                    403,
+                    "refuses train-ai use, which GPTBot (ai-training) is for",
+                )),
+                ..case("content use")
+            },
+            Case {
+                target: "/no-ai/page",
+                rules: Rules {
+                    enforce_content_use: false,
+                    ..case("").rules
+                },
+                ..case("content use, not enforced")
+            },
+            Case {
+                target: "/tmp/x",
+                spoofed: Some(by_address),
+                verdict: VerdictLabel::Disallowed,
+                outcome: Outcome::Blocked,
+                answer: Some((403, "says it is GPTBot, but 192.0.2.1 is not GPTBot's")),
+                ..case("spoofed: judged as the unnamed crawler, and blocked")
+            },
+            Case {
+                spoofed: Some(by_address),
+                rules: Rules {
+                    on_spoofed: Action::Count,
+                    ..case("").rules
+                },
+                outcome: Outcome::Counted,
+                ..case("spoofed, counted")
+            },
+            Case {
+                target: "/robots.txt?x=1",
+                verdict: VerdictLabel::Exempt,
+                answer: Some((200, "(robots.txt)")),
+                ..case("robots.txt served")
+            },
+            Case {
+                target: "/%72obots.txt",
+                served: Served::NoFile,
+                verdict: VerdictLabel::Exempt,
+                answer: Some((404, "no restrictions")),
+                ..case("robots.txt, none at the origin")
+            },
+            Case {
+                target: "/robots.txt",
+                served: Served::Unreachable { retry_after: 30 },
+                verdict: VerdictLabel::Exempt,
+                answer: Some((503, "try again later")),
+                retry_after: Some(30),
+                ..case("robots.txt, unreachable")
+            },
+            Case {
+                user_agent: FIREFOX,
+                target: "/private/report",
+                verdict: VerdictLabel::Exempt,
+                ..case("person")
+            },
+            Case {
+                user_agent: FIREFOX,
+                target: "/robots.txt",
+                verdict: VerdictLabel::Exempt,
+                answer: Some((200, "(robots.txt)")),
+                ..case("a person reads robots.txt too")
+            },
+        ];
+        for case in &cases {
+            let (_, judgement) = run(case);
+            let name = case.name;
+            assert_eq!(judgement.verdict, case.verdict, "{name}");
+            assert_eq!(judgement.outcome, case.outcome, "{name}");
+            assert_eq!(judgement.labels.verdict, case.verdict.as_str(), "{name}");
+            assert_eq!(judgement.labels.outcome, case.outcome.as_str(), "{name}");
+            let response = judgement.response.as_ref();
+            assert_eq!(
+                response.map(|r| r.status),
+                case.answer.map(|a| a.0),
+                "{name}"
+            );
+            if let (Some(response), Some((_, piece))) = (response, case.answer) {
+                assert!(text(response).contains(piece), "{name}: {}", text(response));
+            }
+            assert_eq!(
+                response.and_then(|r| r.retry_after),
+                case.retry_after,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_judgement_carries_what_is_counted_and_what_decided() {
+        let (_, grace) = run(&Case {
+            target: "/private/report",
+            visit: Visit {
+                last_fetch: Some(at(50)),
+                pace: None,
+            },
+            ..case("grace")
+        });
+        assert!(grace.by_previous);
+        assert_eq!(grace.rule, Some(0), "the previous file's Allow: /");
+        let (_, content) = run(&Case {
+            target: "/no-ai/page",
+            ..case("content use")
+        });
+        assert_eq!(content.labels.content_usage, Some("train-ai"));
+        assert_eq!(content.content_usage.map(|r| r.usage), Some(Usage::TrainAi));
+        assert_eq!(content.rule, None);
+        let (_, throttled) = run(&Case {
+            visit: Visit {
+                last_fetch: None,
+                pace: Some(Pace::TooSoon(Duration::from_secs(4))),
+            },
+            ..case("throttle")
+        });
+        assert_eq!(throttled.labels.crawl_delay_exceeded, Some("enforce"));
+        assert!(throttled.robots_unread && throttled.labels.without_robots_fetch);
+        let delay = throttled.crawl_delay.unwrap();
+        assert_eq!((delay.seconds, delay.retry_after_seconds), (10.0, Some(4)));
+        let (_, robots) = run(&Case {
+            target: "/robots.txt",
+            ..case("robots.txt")
+        });
+        assert!(robots.labels.robots_fetch && !robots.labels.without_robots_fetch);
+        let (_, person) = run(&Case {
+            user_agent: FIREFOX,
+            ..case("person")
+        });
+        assert!(person.labels.person);
+        assert_eq!(person.labels.category, "person");
+        assert!(!person.robots_unread);
+    }
+
+    #[test]
+    fn the_store_is_asked_only_what_the_verdict_needs() {
+        let delay = Duration::from_secs(10);
+        let ask = |case: Case| run(&case).0.ask;
+        assert_eq!(
+            ask(Case {
+                user_agent: FIREFOX,
+                ..case("person")
+            }),
+            Ask::Nothing
+        );
+        assert_eq!(
+            ask(Case {
+                target: "/robots.txt",
+                ..case("robots.txt")
+            }),
+            Ask::RobotsFetched
+        );
+        let paced = Ask::Visit(Some(PaceQuery {
+            delay,
+            only_if_fetched: None,
+        }));
+        assert_eq!(ask(case("allowed")), paced);
+        // A blocked request takes no crawl-delay slot, unless grace would let it in.
+        assert_eq!(
+            ask(Case {
+                target: "/private/report",
+                ..case("grace could apply")
+            }),
+            Ask::Visit(Some(PaceQuery {
+                delay,
+                only_if_fetched: Some((at(0), at(100))),
+            }))
+        );
+        assert_eq!(
+            ask(Case {
+                target: "/private/report",
+                action: Action::Count,
+                ..case("counted: forwarded, so paced")
+            }),
+            paced
+        );
+        // A spoofed claim is the unnamed crawler's, which has no delay here.
+        assert_eq!(
+            ask(Case {
+                spoofed: Some(Spoofed {
+                    by_signature: false,
+                    detail: "",
+                }),
+                ..case("spoofed")
+            }),
+            Ask::Visit(None)
+        );
+    }
+
+    #[test]
+    fn the_preference_is_read_with_the_verdict_for_the_announcement() {
+        let announcing = Rules {
+            announce_content_use: true,
+            ..case("").rules
+        };
+        let (reading, judgement) = run(&Case {
+            target: "/no-ai/page",
+            rules: announcing,
+            ..case("announced and enforced")
+        });
+        assert_eq!(judgement.announce.header_value(), Some("train-ai=n"));
+        assert_eq!(reading.announce, judgement.announce);
+        let (_, blocked) = run(&Case {
+            target: "/private/x",
+            rules: announcing,
+            ..case("a disallowed path has no preference")
+        });
+        assert!(blocked.announce.is_unknown());
+        let (_, quiet) = run(&Case {
+            target: "/no-ai/page",
+            ..case("not announced")
+        });
+        assert!(quiet.announce.is_unknown());
+    }
+
+    #[test]
+    fn echoed_request_data_is_borrowed_unless_it_must_change() {
+        assert!(matches!(sanitize("/a/b?c"), Cow::Borrowed(_)));
+        assert_eq!(sanitize("a\r\nb"), "a??b");
+        assert_eq!(sanitize(&"x".repeat(600)).chars().count(), MAX_ECHO + 1);
+    }
+}
