@@ -412,7 +412,9 @@ impl Reloader {
         }
         self.shared.catalog.store(Arc::new(catalog));
         self.shared.global.store(Arc::new(global));
-        self.shared.connections.configure(&settings.clients);
+        self.shared
+            .connections
+            .configure(&settings.clients, &settings.trusted_proxies);
         self.shared
             .signatures
             .set_trust(super::verify::signature::directory::Trust::new(

@@ -259,7 +259,11 @@ impl Shared {
             politeness_settings: settings.politeness,
             state_dir,
             signatures,
-            connections: Arc::new(Registry::new(&settings.clients, &metrics_for_connections)),
+            connections: Arc::new(Registry::new(
+                &settings.clients,
+                &settings.trusted_proxies,
+                &metrics_for_connections,
+            )),
         };
         for site in &shared.sites.load().all {
             shared.publish(&site.settings.name, &site.snapshot.load());

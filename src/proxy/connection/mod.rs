@@ -6,7 +6,7 @@
 //!
 //! - [`Gate`] (pingora's connection filter, run in the accept loop before any TLS handshake)
 //!   refuses a client address past `clients.max_connections_per_address` (an IPv6 /64 is one
-//!   address) and, at `clients.max_connections`, stops accepting until a connection closes:
+//!   address; a `trusted_proxies` member carries many clients' connections and has no cap) and, at `clients.max_connections`, stops accepting until a connection closes:
 //!   the kernel's backlog holds the rest, instead of accepts failing.
 //! - [`Guarded`] wraps the proxy's app so that every connection it serves is [`Watched`]: the
 //!   header timeout runs from a header's first byte to its end, and the idle timeout between
@@ -24,6 +24,7 @@ pub use refusal::Refusal;
 pub use stream::Watched;
 
 use super::access_log::AccessLog;
+use super::client::TrustedProxies;
 use super::config::ClientSettings;
 use super::metrics::Metrics;
 use async_trait::async_trait;
@@ -92,6 +93,9 @@ pub struct Registry {
     send_timeout_ms: AtomicU64,
     max_connections: AtomicUsize,
     max_per_address: AtomicUsize,
+    /// The proxies in front (a load balancer holds many clients' connections): no per-address
+    /// cap for them.
+    trusted: Mutex<Arc<TrustedProxies>>,
     open: AtomicUsize,
     /// The most connections open since memory was last handed back.
     peak: AtomicUsize,
@@ -120,7 +124,7 @@ impl std::fmt::Debug for Registry {
 
 impl Registry {
     /// A registry with these limits, counting into `metrics`.
-    pub fn new(clients: &ClientSettings, metrics: &Metrics) -> Registry {
+    pub fn new(clients: &ClientSettings, trusted: &TrustedProxies, metrics: &Metrics) -> Registry {
         let registry = Registry {
             header_timeout_ms: AtomicU64::new(0),
             body_timeout_ms: AtomicU64::new(0),
@@ -128,6 +132,7 @@ impl Registry {
             send_timeout_ms: AtomicU64::new(0),
             max_connections: AtomicUsize::new(0),
             max_per_address: AtomicUsize::new(0),
+            trusted: Mutex::new(Arc::new(trusted.clone())),
             open: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
             by_address: Mutex::new(HashMap::new()),
@@ -140,12 +145,13 @@ impl Registry {
             started: Instant::now(),
             metrics: metrics.clone(),
         };
-        registry.configure(clients);
+        registry.configure(clients, trusted);
         registry
     }
 
     /// Applies new limits (a configuration reload); connections already open keep theirs.
-    pub fn configure(&self, clients: &ClientSettings) {
+    pub fn configure(&self, clients: &ClientSettings, trusted: &TrustedProxies) {
+        *lock(&self.trusted) = Arc::new(trusted.clone());
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         self.header_timeout_ms
             .store(ms(clients.header_timeout), Ordering::Relaxed);
@@ -315,10 +321,11 @@ impl Registry {
         let key = address_key(peer.ip());
         let now = Instant::now();
         self.sweep(&mut lock(&self.pending), now);
+        let capped = !lock(&self.trusted).contains(peer.ip());
         {
             let mut by_address = lock(&self.by_address);
             let held = by_address.entry(key).or_insert(0);
-            if *held as usize >= self.max_per_address.load(Ordering::Relaxed) {
+            if capped && *held as usize >= self.max_per_address.load(Ordering::Relaxed) {
                 drop(by_address);
                 self.refuse_connection("per_address", Some(peer));
                 return false;
@@ -587,7 +594,11 @@ mod tests {
             max_connections_per_address: per_address,
             ..ClientSettings::default()
         };
-        Arc::new(Registry::new(&clients, &Metrics::new().unwrap()))
+        Arc::new(Registry::new(
+            &clients,
+            &TrustedProxies::default(),
+            &Metrics::new().unwrap(),
+        ))
     }
 
     fn peer(text: &str) -> SocketAddr {
@@ -612,6 +623,44 @@ mod tests {
         drop(admission);
         assert_eq!(registry.open(), 5);
         assert!(registry.admit(Some(&peer("192.0.2.1:4"))).await);
+    }
+
+    /// A load balancer in `trusted_proxies` carries many people's connections from one address:
+    /// capping it would refuse them. The total limit still holds.
+    #[tokio::test]
+    async fn a_trusted_proxy_is_not_held_to_an_addresss_share() {
+        let registry = registry(5, 2);
+        let trusted = TrustedProxies::new(
+            vec!["10.0.0.0/8".parse().unwrap()],
+            crate::proxy::client::ForwardingHeader::default(),
+        );
+        registry.configure(
+            &ClientSettings {
+                max_connections: Some(5),
+                max_connections_per_address: 2,
+                ..ClientSettings::default()
+            },
+            &trusted,
+        );
+        for port in 1..=4 {
+            assert!(
+                registry
+                    .admit(Some(&peer(&format!("10.0.0.2:{port}"))))
+                    .await
+            );
+        }
+        assert!(registry.admit(Some(&peer("192.0.2.1:1"))).await);
+        assert_eq!(registry.open(), 5);
+        let sixth = {
+            let registry = registry.clone();
+            tokio::spawn(async move { registry.admit(Some(&peer("10.0.0.2:5"))).await })
+        };
+        tokio::task::yield_now().await;
+        assert!(
+            !sixth.is_finished(),
+            "the total limit holds for a trusted proxy too"
+        );
+        sixth.abort();
     }
 
     #[tokio::test]
