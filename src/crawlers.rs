@@ -66,6 +66,14 @@ impl CatalogIndex {
     fn knows(&self, token: &str) -> bool {
         self.tokens.contains(token.to_ascii_lowercase().as_str())
     }
+
+    /// Whether a crawler of the catalog has this name (`MJ12bot`, any case): what a
+    /// configuration's `bots:` key that is not a product token must be.
+    pub fn knows_name(&self, name: &str) -> bool {
+        self.rows
+            .iter()
+            .any(|row| row.name.eq_ignore_ascii_case(name))
+    }
 }
 
 /// What a site's crawler is whatever the site: shared by every site for the catalog's.

@@ -17,7 +17,7 @@
 
 use crate::agent::Who;
 use crate::crawlers::{Crawler, Crawlers};
-use crate::policy::{self, Action, Outcome, VerdictLabel};
+use crate::policy::{self, Action, Enforcement, Outcome, VerdictLabel};
 use crate::robots::{path, Preference, PreferenceRule, Robots, Rule, Selected, Usage};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -112,6 +112,8 @@ pub struct Rules {
     pub read_window: Duration,
     /// How long a crawler may go by the previous file (RFC 9309's cache allowance).
     pub grace: Duration,
+    /// Whether refusals are made or only recorded (`mode: observe`).
+    pub enforcement: Enforcement,
 }
 
 impl Default for Rules {
@@ -126,6 +128,7 @@ impl Default for Rules {
             on_spoofed: Action::Block,
             read_window: Duration::from_secs(24 * 3600),
             grace: Duration::from_secs(24 * 3600),
+            enforcement: Enforcement::Enforce,
         }
     }
 }
@@ -554,6 +557,9 @@ pub fn judge(observed: &Observed<'_>, law: &Law<'_>, reading: &Reading, visit: V
     };
     if who.is_crawler() && !reading.robots_txt {
         rule(&mut judgement, observed, law, reading, visit);
+        if rules.enforcement == Enforcement::Observe {
+            judgement.outcome = judgement.outcome.observed();
+        }
     }
     if law.answers {
         judgement.response = respond(&judgement, observed, law, reading);
@@ -660,7 +666,9 @@ fn respond(
     law: &Law<'_>,
     reading: &Reading,
 ) -> Option<Response> {
-    if observed.replayed {
+    // Observe mode refuses nothing, a replayed signature included (its signature label still
+    // says `replayed`).
+    if observed.replayed && law.rules.enforcement == Enforcement::Enforce {
         let detail = observed.spoofed.map_or("", |s| s.detail);
         let body = format!("crawlgate: {}; sign each request anew\n", sanitize(detail));
         return Some(Response {
@@ -927,6 +935,10 @@ mod tests {
             by_signature: true,
             detail: "a replayed signature",
         };
+        let observe = Rules {
+            enforcement: Enforcement::Observe,
+            ..case("").rules
+        };
         let cases = [
             case("allowed"),
             Case {
@@ -1077,6 +1089,52 @@ mod tests {
                 verdict: VerdictLabel::Exempt,
                 answer: Some((200, "(robots.txt)")),
                 ..case("a person reads robots.txt too")
+            },
+            Case {
+                target: "/private/report",
+                rules: observe,
+                verdict: VerdictLabel::Disallowed,
+                outcome: Outcome::WouldBlock,
+                ..case("observe: a block is forwarded and recorded")
+            },
+            Case {
+                rules: observe,
+                visit: Visit {
+                    last_fetch: Some(at(150)),
+                    pace: Some(Pace::TooSoon(Duration::from_millis(2500))),
+                },
+                outcome: Outcome::WouldThrottle,
+                ..case("observe: a throttle is forwarded and recorded")
+            },
+            Case {
+                target: "/tmp/x",
+                rules: observe,
+                spoofed: Some(by_address),
+                verdict: VerdictLabel::Disallowed,
+                outcome: Outcome::WouldBlock,
+                ..case("observe: a spoofed crawler is forwarded and recorded")
+            },
+            Case {
+                rules: observe,
+                spoofed: Some(by_signature),
+                replayed: true,
+                outcome: Outcome::WouldBlock,
+                ..case("observe: a replayed signature is forwarded")
+            },
+            Case {
+                target: "/private/report",
+                rules: observe,
+                action: Action::Tag,
+                verdict: VerdictLabel::Disallowed,
+                outcome: Outcome::Tagged,
+                ..case("observe: tags still reach the origin (they refuse nothing)")
+            },
+            Case {
+                target: "/robots.txt",
+                rules: observe,
+                verdict: VerdictLabel::Exempt,
+                answer: Some((200, "(robots.txt)")),
+                ..case("observe: robots.txt is still served as enforced")
             },
         ];
         for case in &cases {

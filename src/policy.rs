@@ -28,6 +28,30 @@ impl Action {
     }
 }
 
+/// Whether a site's refusals are made, or only recorded: `mode: observe` is the dry run of the
+/// first week in front of a site, when every metric and log line says what would have happened
+/// and nothing is refused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Enforcement {
+    /// Blocks and throttles are answered by crawlgate (the default).
+    #[default]
+    Enforce,
+    /// Every request is forwarded; a block or a throttle is recorded as `would_block` or
+    /// `would_throttle`.
+    Observe,
+}
+
+impl Enforcement {
+    /// The value as written in configuration: `enforce`, `observe`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Enforcement::Enforce => "enforce",
+            Enforcement::Observe => "observe",
+        }
+    }
+}
+
 /// Which action a site takes on each crawler's disallowed requests: the crawler's own override
 /// (`bots:`), else its category's (`categories:`), else the default for its category, which is
 /// the site's `action` for every category but `http-library`: generic HTTP clients are what
@@ -129,6 +153,10 @@ pub enum Outcome {
     Counted,
     /// Answered 429: the crawler came sooner than its crawl-delay allows.
     Throttled,
+    /// Observe mode: forwarded untouched, where enforcing would have blocked it.
+    WouldBlock,
+    /// Observe mode: forwarded untouched, where enforcing would have throttled it.
+    WouldThrottle,
 }
 
 impl Outcome {
@@ -140,6 +168,17 @@ impl Outcome {
             Outcome::Tagged => "tagged",
             Outcome::Counted => "counted",
             Outcome::Throttled => "throttled",
+            Outcome::WouldBlock => "would_block",
+            Outcome::WouldThrottle => "would_throttle",
+        }
+    }
+
+    /// What an outcome becomes in observe mode: a refusal is only recorded.
+    pub fn observed(self) -> Outcome {
+        match self {
+            Outcome::Blocked => Outcome::WouldBlock,
+            Outcome::Throttled => Outcome::WouldThrottle,
+            other => other,
         }
     }
 }

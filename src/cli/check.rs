@@ -110,7 +110,7 @@ struct Query {
 /// expectations (each one that failed, then a count) on `err`.
 pub fn run_check(
     args: &CheckArgs,
-    input: impl BufRead,
+    mut input: impl BufRead,
     mut out: impl Write,
     err: impl Write,
 ) -> Result<ExitStatus, CliError> {
@@ -118,6 +118,23 @@ pub fn run_check(
         max_bytes: args.max_bytes,
     };
     let file_robots = match &args.robots {
+        // Standard input is `input` (the caller holds its lock: reading `std::io::stdin()` here
+        // would wait for that lock forever).
+        Some(path) if path.as_os_str() == "-" => {
+            if args.jsonl {
+                return Err(CliError::Usage(
+                    "--robots - and --jsonl both read standard input: give --robots a file".into(),
+                ));
+            }
+            let mut bytes = Vec::new();
+            input
+                .read_to_end(&mut bytes)
+                .map_err(|source| CliError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+            Some(Robots::parse_with(&bytes, options))
+        }
         Some(path) => Some(Robots::parse_with(&read_input(path)?, options)),
         None => None,
     };

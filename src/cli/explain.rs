@@ -3,6 +3,7 @@
 use super::{CliError, ExitStatus};
 use crate::agent::{Category, Place};
 use crate::judge::Body;
+use crate::policy::{Enforcement, Outcome};
 use crate::proxy::client::Forwarding;
 use crate::proxy::config::{RobotsSource, Settings};
 use crate::proxy::decide::{self, Decision, Mode, RequestFacts};
@@ -399,6 +400,7 @@ fn to_json(decision: &Decision, path: &str, facts: &Facts<'_>) -> String {
         "crawl_delay": decision.judgement.crawl_delay,
         "action": decision.judgement.action.as_str(),
         "outcome": decision.judgement.outcome.as_str(),
+        "mode": decision.site.settings.enforcement.as_str(),
         "status": status_of(decision),
     });
     value.to_string()
@@ -575,6 +577,16 @@ fn write_text(
     let status = status_of(decision);
     let status = if status > 0 {
         format!(" ({status})")
+    } else if decision.site.settings.enforcement == Enforcement::Observe {
+        let would = match decision.judgement.outcome {
+            Outcome::WouldBlock => format!(
+                "; enforcing, crawlgate answers {}",
+                decision.site.settings.block_status
+            ),
+            Outcome::WouldThrottle => "; enforcing, crawlgate answers 429".to_owned(),
+            _ => String::new(),
+        };
+        format!(" (mode observe: forwarded{would})")
     } else {
         String::new()
     };

@@ -4,6 +4,7 @@
 use super::{CliError, ExitStatus};
 use crate::proxy::atomic::write_atomically;
 use crate::proxy::config::Settings;
+use crate::proxy::source::error_chain;
 use crate::proxy::state::load_catalog;
 use crate::proxy::verify::ranges::RangeSet;
 use std::io::Write;
@@ -66,7 +67,8 @@ pub fn run_ranges(args: &RangesArgs, mut out: impl Write) -> Result<ExitStatus, 
         let bytes = match fetched {
             Ok(bytes) => bytes,
             Err(e) => {
-                writeln!(out, "{token}: cannot fetch {url}: {e}")?;
+                // reqwest's own message is `error sending request`: the cause is in its sources.
+                writeln!(out, "{token}: cannot fetch {url}: {}", error_chain(&e))?;
                 status = ExitStatus::Failure;
                 continue;
             }

@@ -34,6 +34,13 @@ pub struct ServeArgs {
     /// What to do with crawler requests robots.txt disallows.
     #[arg(long, value_enum)]
     pub action: Option<ActionArg>,
+    /// Write the JSON-lines access log of crawler requests to FILE (`-`: standard output).
+    #[arg(long, value_name = "FILE")]
+    pub access_log: Option<String>,
+    /// Refuse nothing: every site forwards what it would block or throttle, and metrics, the
+    /// access log and `explain` say `would_block` / `would_throttle` (a dry run).
+    #[arg(long)]
+    pub observe: bool,
 }
 
 /// `--action` values.
@@ -73,6 +80,8 @@ impl ServeArgs {
             robots: self.robots.clone(),
             metrics_listen: self.metrics_listen.clone(),
             action: self.action.map(Action::from),
+            access_log: self.access_log.clone(),
+            observe: self.observe,
         }
     }
 }
@@ -96,19 +105,28 @@ pub fn run_serve(args: &ServeArgs) -> Result<ExitStatus, CliError> {
             );
             (settings, None)
         }
-        None if flags.any() => {
+        None if flags.upstream.is_some() => {
             let settings = Settings::from_flags(&flags).map_err(config_error)?;
             log::info!("crawlgate: serving one site from command-line flags");
             (settings, None)
         }
+        // No origin named: the embedded demo site is the origin; the other flags apply to it.
         None => {
             let socket =
                 std::env::temp_dir().join(format!("crawlgate-demo-{}.sock", std::process::id()));
+            let settings = server::demo_settings(socket.clone(), &flags).map_err(config_error)?;
+            let listen = settings
+                .listen
+                .first()
+                .map_or(DEMO_LISTEN.to_owned(), |a| a.to_string());
+            let metrics = settings
+                .metrics_listen
+                .map_or(DEMO_METRICS.to_owned(), |a| a.to_string());
             log::info!(
-                "crawlgate: no configuration given, serving the embedded demo site on http://{DEMO_LISTEN}/ \
-                 (metrics on http://{DEMO_METRICS}/metrics); try: curl -A 'GPTBot/1.2' http://{DEMO_LISTEN}/"
+                "crawlgate: no configuration given, serving the embedded demo site on http://{listen}/ \
+                 (metrics on http://{metrics}/metrics); try: curl -A 'GPTBot/1.2' http://{listen}/"
             );
-            (server::demo_settings(socket.clone()), Some(socket))
+            (settings, Some(socket))
         }
     };
     let config = ConfigSource {
@@ -124,6 +142,12 @@ pub fn run_validate(args: &ValidateArgs, mut out: impl Write) -> Result<ExitStat
     let settings = Settings::from_file(&args.config).map_err(config_error)?;
     let catalog = load_catalog(&settings).map_err(config_error)?;
     let catalog = CatalogIndex::new(catalog).map_err(config_error)?;
+    if let Some(dir) = &settings.state_dir {
+        // The unit runs `validate` as the service's user: what it cannot write, the proxy cannot.
+        state_dir::StateDir::new(dir)
+            .check_writable()
+            .map_err(|e| config_error(format!("state_dir {}: {e}", dir.display())))?;
+    }
     for site in &settings.sites {
         let site = Site::new(site.clone(), &catalog).map_err(config_error)?;
         let snapshot = site.snapshot.load();

@@ -348,6 +348,7 @@ fn rules_of(site: &Site, shared: &Shared, on_spoofed: Action) -> Rules {
         on_spoofed,
         read_window: shared.politeness_settings.robots_read_window,
         grace: shared.politeness_settings.grace,
+        enforcement: settings.enforcement,
     }
 }
 

@@ -6,16 +6,23 @@ use http::{header, Response, StatusCode};
 use pingora::apps::http_app::{HttpServer, ServeHttp};
 use pingora::protocols::http::ServerSession;
 
+/// Where the demo listens unless told otherwise (`serve --listen`).
+pub const DEFAULT_ADDRESS: &str = "127.0.0.1:8080";
+
 /// The demo site's robots.txt: GPTBot may fetch nothing, nobody may fetch /private/.
-pub const DEMO_ROBOTS: &str = "# The crawlgate demo site\n\
-User-agent: GPTBot\n\
-Disallow: /\n\
-\n\
-User-agent: *\n\
-Disallow: /private/\n\
-Allow: /private/press/\n\
-\n\
-Sitemap: http://127.0.0.1:8080/sitemap.xml\n";
+pub fn demo_robots(address: &str) -> String {
+    format!(
+        "# The crawlgate demo site\n\
+         User-agent: GPTBot\n\
+         Disallow: /\n\
+         \n\
+         User-agent: *\n\
+         Disallow: /private/\n\
+         Allow: /private/press/\n\
+         \n\
+         Sitemap: http://{address}/sitemap.xml\n"
+    )
+}
 
 /// The demo site.
 pub struct DemoApp;
@@ -39,22 +46,24 @@ fn page(title: &str, body: &str) -> String {
     )
 }
 
-/// The demo site's answer for a path: status, content type, body.
-pub fn demo_page(path: &str) -> (StatusCode, &'static str, String) {
+/// The demo site's answer for a path asked for on `address` (the Host it was asked on, which
+/// its absolute links name): status, content type, body.
+pub fn demo_page(path: &str, address: &str) -> (StatusCode, &'static str, String) {
     let html = "text/html; charset=utf-8";
     match path {
-        "/" => (StatusCode::OK, html, page("crawlgate demo", "<p>This page is served by the demo origin, through crawlgate. Try <code>curl -A 'GPTBot/1.2' http://127.0.0.1:8080/</code>.</p>")),
+        "/" => (StatusCode::OK, html, page("crawlgate demo", &format!("<p>This page is served by the demo origin, through crawlgate. Try <code>curl -A 'GPTBot/1.2' http://{address}/</code>.</p>"))),
         "/blog/" => (StatusCode::OK, html, page("Blog", "<ul><li><a href=\"/blog/hello\">Hello, crawlers</a></li></ul>")),
         "/blog/hello" => (StatusCode::OK, html, page("Hello, crawlers", "<p>Read /robots.txt before you fetch.</p>")),
         "/private/" | "/private/report" => (StatusCode::OK, html, page("Private", "<p>robots.txt asks every crawler to stay out of here.</p>")),
         "/private/press/" => (StatusCode::OK, html, page("Press kit", "<p>Crawlers may fetch this one.</p>")),
-        "/robots.txt" => (StatusCode::OK, "text/plain; charset=utf-8", DEMO_ROBOTS.to_owned()),
+        "/robots.txt" => (StatusCode::OK, "text/plain; charset=utf-8", demo_robots(address)),
         "/sitemap.xml" => (
             StatusCode::OK,
             "application/xml",
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\
-             <url><loc>http://127.0.0.1:8080/</loc></url><url><loc>http://127.0.0.1:8080/blog/</loc></url></urlset>\n"
-                .to_owned(),
+            format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\
+                 <url><loc>http://{address}/</loc></url><url><loc>http://{address}/blog/</loc></url></urlset>\n"
+            ),
         ),
         _ => (StatusCode::NOT_FOUND, html, page("Not found", "<p>No such page on the demo site.</p>")),
     }
@@ -63,7 +72,19 @@ pub fn demo_page(path: &str) -> (StatusCode, &'static str, String) {
 #[async_trait]
 impl ServeHttp for DemoApp {
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
-        let (status, content_type, body) = demo_page(session.req_header().uri.path());
+        let request = session.req_header();
+        // Only a host name and port are written into the page: anything else is not echoed.
+        let address = request
+            .headers
+            .get(header::HOST)
+            .and_then(|host| host.to_str().ok())
+            .filter(|host| {
+                host.bytes().all(|b| {
+                    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']')
+                })
+            })
+            .unwrap_or(DEFAULT_ADDRESS);
+        let (status, content_type, body) = demo_page(request.uri.path(), address);
         let mut response = Response::new(body.into_bytes());
         *response.status_mut() = status;
         response.headers_mut().insert(

@@ -4,20 +4,20 @@
 use super::access_log::access_log;
 use super::admin::AdminApp;
 use super::config::{
-    AccessLogTarget, CrawlDelayMode, OnUnreachable, PingoraSettings, PolitenessSettings,
-    RobotsSettings, RobotsSource, Settings, SiteSettings, Upstream, UpstreamAddr,
-    VerificationSettings, DEFAULT_READ_BUFFER_BYTES, DEFAULT_TAG_PREFIX,
+    AccessLogTarget, ConfigError, CrawlDelayMode, OnUnreachable, PingoraSettings,
+    PolitenessSettings, RobotsSettings, RobotsSource, Settings, SiteFlags, SiteSettings, Upstream,
+    UpstreamAddr, VerificationSettings, DEFAULT_READ_BUFFER_BYTES, DEFAULT_TAG_PREFIX,
     DEFAULT_TLS_READ_BUFFER_BYTES,
 };
 use super::connection::{Gate, Guarded, Stop, Trimmer};
-use super::demo::{DemoApp, DEMO_ROBOTS};
+use super::demo::{demo_robots, DemoApp, DEFAULT_ADDRESS};
 use super::metrics::Metrics;
 use super::reload::{ConfigSource, Reloader};
 use super::service::CrawlGate;
 use super::state::Shared;
 use super::tls::listener::TlsListener;
 use super::tls::reload::CertReloader;
-use crate::policy::Action;
+use crate::policy::{Action, Enforcement};
 use crate::robots::DEFAULT_MAX_BYTES;
 use pingora::listeners::{L4BufferSettings, ListenerConfig};
 use pingora::server::configuration::ServerConf;
@@ -61,13 +61,30 @@ pub enum ServeError {
 }
 
 /// Where the embedded default listens.
-pub const DEMO_LISTEN: &str = "127.0.0.1:8080";
+pub const DEMO_LISTEN: &str = DEFAULT_ADDRESS;
 /// Where the embedded default serves metrics.
 pub const DEMO_METRICS: &str = "127.0.0.1:9464";
 
 /// The settings of the embedded default: crawlgate in front of the demo site, which listens on
-/// a Unix socket at `socket`.
-pub fn demo_settings(socket: PathBuf) -> Settings {
+/// a Unix socket at `socket`, with `flags` applied (`--listen`, `--metrics-listen`, `--robots`,
+/// `--action`, `--access-log`, `--observe`). The demo's robots.txt names its sitemap on the
+/// address crawlgate listens on.
+pub fn demo_settings(socket: PathBuf, flags: &SiteFlags) -> Result<Settings, ConfigError> {
+    let mut settings = embedded_demo(socket);
+    flags.apply(&mut settings)?;
+    let address = settings
+        .listen
+        .first()
+        .map_or(DEMO_LISTEN.to_owned(), ToString::to_string);
+    for site in &mut settings.sites {
+        if let RobotsSource::Inline(text) = &mut site.robots.source {
+            *text = demo_robots(&address);
+        }
+    }
+    Ok(settings)
+}
+
+fn embedded_demo(socket: PathBuf) -> Settings {
     let listen = DEMO_LISTEN.parse().ok().into_iter().collect();
     Settings {
         listen,
@@ -87,16 +104,18 @@ pub fn demo_settings(socket: PathBuf) -> Settings {
                 ca: None,
             },
             robots: RobotsSettings {
-                source: RobotsSource::Inline(DEMO_ROBOTS.into()),
+                source: RobotsSource::Inline(demo_robots(DEMO_LISTEN)),
                 refresh: Duration::from_secs(60),
                 timeout: Duration::from_secs(10),
                 max_bytes: DEFAULT_MAX_BYTES,
                 on_unreachable: OnUnreachable::KeepLast,
             },
             action: Action::Block,
+            enforcement: Enforcement::Enforce,
             category_actions: Default::default(),
             bot_actions: HashMap::new(),
             bot_tokens: Vec::new(),
+            bot_names: Vec::new(),
             block_status: 403,
             tag_prefix: DEFAULT_TAG_PREFIX.into(),
             crawl_delay: CrawlDelayMode::Count,

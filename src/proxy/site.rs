@@ -209,6 +209,20 @@ pub enum SiteError {
         /// Why.
         source: ClassifierError,
     },
+    /// A `bots:` key that names no crawler: not a product token, not a catalog crawler's name.
+    #[error(
+        "site {site}: bots: `{key}`{} names no crawler: it is not a product token (letters, `_`, `-`: \
+         a crawler of the site's own) and no crawler of the catalog has that name, so it would never apply",
+        line.map(|l| format!(" (line {l})")).unwrap_or_default()
+    )]
+    UnknownBot {
+        /// The site.
+        site: String,
+        /// The key as written.
+        key: String,
+        /// Its line in the configuration.
+        line: Option<usize>,
+    },
     /// The origin's address cannot be used.
     #[error("site {site}: upstream: {message}")]
     Upstream {
@@ -234,6 +248,17 @@ impl Site {
     /// origin's file is fetched by the reload service, and is `Pending` until then).
     pub fn new(settings: SiteSettings, catalog: &CatalogIndex) -> Result<Site, SiteError> {
         let name = settings.name.clone();
+        if let Some((key, line)) = settings
+            .bot_names
+            .iter()
+            .find(|(key, _)| !catalog.knows_name(key))
+        {
+            return Err(SiteError::UnknownBot {
+                site: name,
+                key: key.clone(),
+                line: *line,
+            });
+        }
         let (bytes, state) = match &settings.robots.source {
             RobotsSource::File(path) => {
                 let bytes = std::fs::read(path).map_err(|source| SiteError::Robots {
@@ -374,6 +399,25 @@ mod tests {
         snapshot
             .crawler(snapshot.classify(ua))
             .map(|crawler| crawler.label.to_string())
+    }
+
+    #[test]
+    fn a_bots_key_that_names_no_crawler_is_refused_with_its_line() {
+        let catalog = CatalogIndex::new(Catalog::embedded().unwrap()).unwrap();
+        let unknown = settings("inline: \"\"", "    bots:\n      NoSuchBot123: block\n");
+        let error = Site::new(unknown, &catalog).unwrap_err();
+        assert!(
+            matches!(&error, SiteError::UnknownBot { key, line: Some(6), .. } if key == "NoSuchBot123"),
+            "{error}"
+        );
+        assert!(error.to_string().contains("(line 6)"), "{error}");
+        // A catalog crawler's name (not a product token) and a product token the catalog does
+        // not know (a crawler of the site's own) both apply.
+        let known = settings(
+            "inline: \"\"",
+            "    bots: {MJ12bot: tag, OwnCrawler: block}\n",
+        );
+        assert!(Site::new(known, &catalog).is_ok());
     }
 
     #[test]

@@ -216,7 +216,14 @@ fn open_state_dir(settings: &Settings) -> Option<StateDir> {
         }
         return None;
     };
-    Some(StateDir::new(path))
+    let dir = StateDir::new(path);
+    if let Err(e) = dir.check_writable() {
+        log::warn!(
+            "state_dir {}: origins' robots.txt cannot be kept across restarts: {e}",
+            path.display()
+        );
+    }
+    Some(dir)
 }
 
 /// Reads the catalog the settings name, or the embedded one.

@@ -243,6 +243,34 @@ impl StateDir {
         }
     }
 
+    /// Whether answers could be kept: the folder (or, when it does not exist yet, the nearest
+    /// folder above it, where it would be created) takes a new file. The probe file is removed,
+    /// so checking leaves no trace.
+    pub fn check_writable(&self) -> std::io::Result<()> {
+        let mut folder = self.root.as_path();
+        while !folder.exists() {
+            match folder.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => folder = parent,
+                _ => {
+                    folder = Path::new(".");
+                    break;
+                }
+            }
+        }
+        let probe = folder.join(format!(".crawlgate-write-check-{}", std::process::id()));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&probe)
+            .map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("cannot create files in {}: {e}", folder.display()),
+                )
+            })?;
+        std::fs::remove_file(&probe)
+    }
+
     /// Where a site's answer is kept.
     pub fn file_of(&self, site: &str) -> PathBuf {
         kept_path(&self.root, site)
@@ -318,6 +346,27 @@ mod tests {
             url: "http://127.0.0.1:8000/robots.txt".into(),
             fetched_at: humantime::parse_rfc3339("2026-05-01T10:00:00.250Z").unwrap(),
         }
+    }
+
+    #[test]
+    fn a_state_dir_is_writable_where_a_file_can_be_created_and_the_check_leaves_nothing() {
+        let scratch = tempfile::tempdir().unwrap();
+        assert!(StateDir::new(scratch.path()).check_writable().is_ok());
+        // Not there yet: it would be created in a folder that takes files.
+        let later = scratch.path().join("later").join("state");
+        assert!(StateDir::new(&later).check_writable().is_ok());
+        assert!(!later.exists());
+        assert_eq!(std::fs::read_dir(scratch.path()).unwrap().count(), 0);
+        // Under a file, nothing can be created, whoever runs it (root included).
+        let file = scratch.path().join("plain");
+        std::fs::write(&file, b"").unwrap();
+        let error = StateDir::new(&file.join("state"))
+            .check_writable()
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("cannot create files in"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -234,6 +234,7 @@ pub struct ProxyBuilder {
     files: Vec<(String, Vec<u8>)>,
     wire: Wire,
     hosts: Vec<String>,
+    args: Vec<String>,
 }
 
 impl ProxyBuilder {
@@ -243,7 +244,14 @@ impl ProxyBuilder {
             files: Vec::new(),
             wire: Wire::Http1,
             hosts: Vec::new(),
+            args: Vec::new(),
         }
+    }
+
+    /// Adds `serve` flags after `--config`.
+    pub fn args(mut self, args: &[&str]) -> ProxyBuilder {
+        self.args.extend(args.iter().map(|a| (*a).to_owned()));
+        self
     }
 
     /// Talks to the proxy over `wire` for requests to `hosts`: [`Wire::H2c`] adds `h2c: true`
@@ -293,7 +301,9 @@ impl ProxyBuilder {
             .replace("{metrics}", &format!("127.0.0.1:{metrics_port}"))
             .replace("{dir}", &dir.path().display().to_string());
         std::fs::write(&config, text).unwrap();
-        let child = spawn_crawlgate(&["serve", "--config", config.to_str().unwrap()], dir.path());
+        let mut args = vec!["serve", "--config", config.to_str().unwrap()];
+        args.extend(self.args.iter().map(String::as_str));
+        let child = spawn_crawlgate(&args, dir.path());
         let mut proxy = Proxy {
             child,
             dir,

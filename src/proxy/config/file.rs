@@ -2,7 +2,7 @@
 //! written (serde), so that an error carries the value's own line.
 
 use crate::agent::Category;
-use crate::policy::Action;
+use crate::policy::{Action, Enforcement};
 use crate::robots::token::is_product_token;
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
@@ -51,6 +51,8 @@ pub struct ConfigFile {
     /// How long clients may take, and how many connections they may hold.
     #[serde(default)]
     pub clients: ClientsFile,
+    /// `enforce` (the default) or `observe`: every site's, unless the site says otherwise.
+    pub mode: Option<Enforcement>,
 }
 
 /// `clients:` as written: the timeouts and connection limits that keep one client from holding
@@ -489,6 +491,9 @@ pub struct SiteFile {
     /// What to do with crawler requests that robots.txt disallows.
     #[serde(default = "default_action")]
     pub action: Action,
+    /// `enforce` or `observe` (refuse nothing, record what would have been refused); default
+    /// the file's `mode`.
+    pub mode: Option<Enforcement>,
     /// Per-category actions, such as `{ai-training: block, seo: tag, http-library: count}`.
     #[serde(default)]
     pub categories: BTreeMap<Category, Action>,

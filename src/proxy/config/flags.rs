@@ -1,7 +1,7 @@
 //! The command-line flags of `serve`, written as the configuration they stand for.
 
 use super::*;
-use crate::policy::Action;
+use crate::policy::{Action, Enforcement};
 use std::path::PathBuf;
 
 /// The command-line flags that describe (or override) a configuration.
@@ -17,6 +17,10 @@ pub struct SiteFlags {
     pub metrics_listen: Option<String>,
     /// `--action`
     pub action: Option<Action>,
+    /// `--access-log FILE` (`-`: standard output)
+    pub access_log: Option<String>,
+    /// `--observe`: every site refuses nothing and records what it would have refused.
+    pub observe: bool,
 }
 
 impl SiteFlags {
@@ -49,6 +53,12 @@ impl SiteFlags {
         if let Some(metrics) = &self.metrics_listen {
             config["metrics"] = serde_json::json!({ "listen": metrics });
         }
+        if let Some(log) = &self.access_log {
+            config["access_log"] = serde_json::json!(log);
+        }
+        if self.observe {
+            config["mode"] = serde_json::json!(Enforcement::Observe);
+        }
         // JSON is YAML: one validator serves flags and files.
         Some(config.to_string())
     }
@@ -75,6 +85,17 @@ impl SiteFlags {
                 .parse()
                 .map_err(|_| flag_error(format!("--metrics-listen `{metrics}` is not IP:PORT")))?;
             settings.metrics_listen = Some(addr);
+        }
+        if let Some(log) = &self.access_log {
+            settings.access_log = Some(match log.as_str() {
+                "-" => AccessLogTarget::Stdout,
+                path => AccessLogTarget::File(PathBuf::from(path)),
+            });
+        }
+        if self.observe {
+            for site in &mut settings.sites {
+                site.enforcement = Enforcement::Observe;
+            }
         }
         let site_flags = self.upstream.is_some() || self.robots.is_some() || self.action.is_some();
         if site_flags {

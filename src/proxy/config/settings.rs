@@ -2,7 +2,7 @@
 
 use super::file::*;
 use crate::agent::Category;
-use crate::policy::{Action, Actions};
+use crate::policy::{Action, Actions, Enforcement};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -99,6 +99,8 @@ pub struct SiteSettings {
     pub robots: RobotsSettings,
     /// The action for disallowed crawler requests.
     pub action: Action,
+    /// Whether refusals are made, or only recorded (`mode: observe`).
+    pub enforcement: Enforcement,
     /// Per-category actions (`http-library` is `count` unless given here).
     pub category_actions: BTreeMap<Category, Action>,
     /// Per-crawler overrides, by lower-cased token or catalog name.
@@ -106,6 +108,10 @@ pub struct SiteSettings {
     /// The product tokens of the overrides as written (they are known tokens even if nothing
     /// else names them).
     pub bot_tokens: Vec<String>,
+    /// The overrides that are not product tokens (`MJ12bot`), with their lines: each must be a
+    /// catalog crawler's name, or it could never apply (checked against the catalog when the
+    /// site is set up, [`crate::proxy::site::Site::new`]).
+    pub bot_names: Vec<(String, Option<usize>)>,
     /// The block status.
     pub block_status: u16,
     /// The tag header prefix.

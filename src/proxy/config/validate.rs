@@ -2,7 +2,7 @@
 //! error with its line (found in the text, since parsed values keep no positions).
 
 use super::*;
-use crate::policy::Action;
+use crate::policy::{Action, Enforcement};
 use crate::robots::DEFAULT_MAX_BYTES;
 use std::collections::HashMap;
 use std::net::ToSocketAddrs;
@@ -138,7 +138,7 @@ impl Validator<'_> {
         let mut hosts: HashMap<String, usize> = HashMap::new();
         let mut catch_all: Option<usize> = None;
         for (i, site) in file.sites.into_iter().enumerate() {
-            let site = self.site(i, site)?;
+            let site = self.site(i, site, file.mode)?;
             if let Some(first) = names.insert(site.name.clone(), i) {
                 return Err(self.site_error(
                     i,
@@ -468,7 +468,13 @@ impl Validator<'_> {
         })
     }
 
-    fn site(&self, i: usize, site: SiteFile) -> Result<SiteSettings, ConfigError> {
+    /// The `i`-th site; `mode` is the file's, which the site's own overrides.
+    fn site(
+        &self,
+        i: usize,
+        site: SiteFile,
+        mode: Option<Enforcement>,
+    ) -> Result<SiteSettings, ConfigError> {
         if site.name.is_empty()
             || site.name.len() > 64
             || !site
@@ -524,6 +530,7 @@ impl Validator<'_> {
             upstream,
             robots,
             action: site.action,
+            enforcement: site.mode.or(mode).unwrap_or_default(),
             category_actions: site.categories.clone(),
             bot_actions: site
                 .bots
@@ -535,6 +542,12 @@ impl Validator<'_> {
                 .keys()
                 .filter(|token| token.is_product_token())
                 .map(|t| t.0.clone())
+                .collect(),
+            bot_names: site
+                .bots
+                .keys()
+                .filter(|token| !token.is_product_token())
+                .map(|t| (t.0.clone(), site_line(self.text, i, &t.0)))
                 .collect(),
             block_status: site.block.status,
             tag_prefix: prefix.clone(),
@@ -1060,6 +1073,20 @@ mod tests {
         assert_eq!(error.line, Some(8), "{error}");
         assert!(error.message.contains("is not a network"), "{error}");
         assert!(parse(MINIMAL).unwrap().trusted_proxies.is_empty());
+    }
+
+    #[test]
+    fn the_mode_is_the_files_unless_the_site_says_otherwise() {
+        let mode = |text: &str| parse(text).unwrap().sites[0].enforcement;
+        assert_eq!(mode(MINIMAL), Enforcement::Enforce);
+        assert_eq!(
+            mode(&format!("mode: observe\n{MINIMAL}")),
+            Enforcement::Observe
+        );
+        let own = format!("mode: observe\n{MINIMAL}    mode: enforce\n");
+        assert_eq!(mode(&own), Enforcement::Enforce);
+        let error = parse(&format!("{MINIMAL}    mode: dry-run\n")).unwrap_err();
+        assert_eq!(error.line, Some(7), "{error}");
     }
 
     #[test]
