@@ -18,7 +18,7 @@ use crate::crawlers::Crawler;
 use crate::judge::{
     self, Ask, Judgement, Law, Observed, Previous, Reading, Rules, Served, Spoofed, Visit,
 };
-use crate::policy::Action;
+use crate::policy::{Action, Outcome};
 use crate::robots::{path, PreferenceRule, Selected};
 use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr};
@@ -147,6 +147,55 @@ impl Decision {
     pub fn preference_rule(&self) -> Option<&PreferenceRule> {
         let refusal = self.judgement.content_usage?;
         self.snapshot.robots.preference_rule(refusal.rule)
+    }
+
+    /// The verdict headers of a tagged request (`X-Crawlgate-Bot`, `-Verdict`, `-Verified`,
+    /// `-Verified-By`, `-Rule`, `-Crawl-Delay`, `-Robots-Unread`, with the site's prefix): what
+    /// the origin is told, by the proxy or by an edge asking in forward-auth. None for a request
+    /// that is not tagged.
+    pub fn tag_headers(&self) -> Vec<(String, String)> {
+        let judgement = &self.judgement;
+        if judgement.outcome != Outcome::Tagged {
+            return Vec::new();
+        }
+        let prefix = &self.site.settings.tag_prefix;
+        let mut headers = vec![
+            (format!("{prefix}Bot"), self.bot().to_string()),
+            (
+                format!("{prefix}Verdict"),
+                judgement.labels.verdict.to_owned(),
+            ),
+            (
+                format!("{prefix}Verified"),
+                self.verification.result.as_str().to_owned(),
+            ),
+        ];
+        if self.verification.method != Method::None {
+            headers.push((
+                format!("{prefix}Verified-By"),
+                self.verification.method.as_str().to_owned(),
+            ));
+        }
+        if let Some(rule) = self.rule() {
+            let value = format!(
+                "{} {} line {}",
+                rule.kind.directive().to_ascii_lowercase(),
+                judge::sanitize(&rule.pattern),
+                rule.line
+            );
+            headers.push((format!("{prefix}Rule"), value));
+        }
+        if let Some(rule) = self.preference_rule() {
+            let value = format!("{} line {}", judge::sanitize(&rule.text()), rule.line);
+            headers.push((format!("{prefix}Rule"), value));
+        }
+        if judgement.labels.crawl_delay_exceeded.is_some() {
+            headers.push((format!("{prefix}Crawl-Delay"), "exceeded".to_owned()));
+        }
+        if judgement.robots_unread {
+            headers.push((format!("{prefix}Robots-Unread"), "1".to_owned()));
+        }
+        headers
     }
 
     /// The line of robots.txt that decided: the preference rule of a `content-usage` verdict,

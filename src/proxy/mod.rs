@@ -14,6 +14,7 @@ pub mod config;
 pub mod connection;
 pub mod decide;
 pub mod demo;
+pub mod forward_auth;
 pub mod forwarding;
 pub mod host;
 pub mod logging;

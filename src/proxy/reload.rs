@@ -349,6 +349,7 @@ impl Reloader {
             || settings.tls_listen != old.tls_listen
             || settings.h2c != old.h2c
             || settings.metrics_listen != old.metrics_listen
+            || settings.forward_auth_listen != old.forward_auth_listen
             || settings.pingora != old.pingora
             || settings.access_log != old.access_log
             || settings.state_dir != old.state_dir

@@ -91,6 +91,7 @@ fn embedded_demo(socket: PathBuf) -> Settings {
         tls_listen: Vec::new(),
         h2c: false,
         metrics_listen: DEMO_METRICS.parse().ok(),
+        forward_auth_listen: Vec::new(),
         access_log: Some(AccessLogTarget::Stdout),
         catalog: None,
         sites: vec![SiteSettings {
@@ -170,7 +171,8 @@ pub fn run(
     config: ConfigSource,
     demo_socket: Option<PathBuf>,
 ) -> Result<(), ServeError> {
-    for addr in settings.listen.iter().chain(settings.metrics_listen.iter()) {
+    let plain = settings.listen.iter().chain(&settings.forward_auth_listen);
+    for addr in plain.chain(settings.metrics_listen.iter()) {
         check_listen(*addr)?;
     }
     for tls in &settings.tls_listen {
@@ -225,6 +227,21 @@ pub fn run(
         tls_listeners.push(listener);
     }
     server.add_service(proxy);
+
+    if !settings.forward_auth_listen.is_empty() {
+        let auth = CrawlGate::forward_auth(shared.clone());
+        let app = pingora::proxy::http_proxy(&server.configuration, auth);
+        let mut service = Service::new(
+            "crawlgate forward-auth".into(),
+            Guarded::new(app, registry.clone()),
+        );
+        service.set_connection_filter(Arc::new(Gate(registry.clone())));
+        for addr in &settings.forward_auth_listen {
+            let endpoint = ListenerConfig::tcp(addr.to_string()).l4_buffer(buffers);
+            service.endpoints().add_listener(endpoint);
+        }
+        server.add_service(service);
+    }
 
     if let Some(addr) = settings.metrics_listen {
         let mut admin = Service::new("crawlgate metrics".into(), AdminApp::server(shared.clone()));

@@ -9,15 +9,16 @@ use super::access_log::Entry;
 use super::client::Forwarding;
 use super::connection::{InFlight, Watched};
 use super::decide::{self, Decision, Mode, RequestFacts};
+use super::forward_auth;
 use super::forwarding::{self, ClientHeaders, Hop};
 use super::host::{host_name, InvalidHost};
 use super::site::Snapshot;
 use super::state::Shared;
 use super::verify::signature::check::{is_signed, RequestView};
 use super::verify::signature::SignatureOutcome;
-use super::verify::{Method, Verified};
+use super::verify::Verified;
 use crate::judge::{Body, Response};
-use crate::policy::{Outcome, VerdictLabel};
+use crate::policy::VerdictLabel;
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::header::{
@@ -35,12 +36,114 @@ const CONTENT_USAGE: &str = "content-usage";
 /// The crawlgate proxy.
 pub struct CrawlGate {
     shared: Arc<Shared>,
+    /// Answers an edge's forward-auth subrequests instead of proxying ([`forward_auth`]).
+    forward_auth: bool,
 }
 
 impl CrawlGate {
     /// A proxy over the shared state.
     pub fn new(shared: Arc<Shared>) -> CrawlGate {
-        CrawlGate { shared }
+        CrawlGate {
+            shared,
+            forward_auth: false,
+        }
+    }
+
+    /// The forward-auth responder over the shared state: the same judgement, answered to the
+    /// edge that asks.
+    pub fn forward_auth(shared: Arc<Shared>) -> CrawlGate {
+        CrawlGate {
+            shared,
+            forward_auth: true,
+        }
+    }
+
+    /// Answers a forward-auth subrequest: `200` (with the tag headers) to let the original
+    /// request through, or the refusal crawlgate would have answered it with.
+    async fn answer_edge(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
+        let peer = session
+            .client_addr()
+            .and_then(|a| a.as_inet())
+            .map(|a| a.ip());
+        let trusted = peer.is_some_and(|peer| self.shared.global.load().trusted.contains(peer));
+        let request = session.req_header();
+        let refusal = if trusted {
+            forward_auth::original(&request.headers)
+                .err()
+                .map(|e| (400, "forward_auth_no_target", e.to_string()))
+        } else {
+            Some((
+                403,
+                "forward_auth_untrusted",
+                "crawlgate forward-auth: only trusted_proxies may ask".to_owned(),
+            ))
+        };
+        if let Some((status, reason, message)) = refusal {
+            self.shared
+                .metrics
+                .bad_requests
+                .with_label_values(&[reason])
+                .inc();
+            log::info!(
+                "refused a forward-auth subrequest from {}: {message}",
+                peer.map_or_else(|| "?".to_owned(), |p| p.to_string())
+            );
+            respond(
+                session,
+                status,
+                Bytes::from(format!("{message}\n")),
+                None,
+                &[],
+            )
+            .await?;
+            return Ok(true);
+        }
+        let request = session.req_header();
+        let Ok(original) = forward_auth::original(&request.headers) else {
+            return Ok(true);
+        };
+        let user_agent = request
+            .headers
+            .get(USER_AGENT)
+            .map_or(&b""[..], |v| v.as_bytes());
+        let facts = RequestFacts {
+            host: original.host,
+            path: original.target,
+            user_agent,
+            peer,
+            forwarding: Forwarding::Headers(&request.headers),
+            signature: is_signed(&request.headers).then(|| RequestView {
+                headers: &request.headers,
+                method: original.method,
+                authority: original
+                    .host
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .unwrap_or(""),
+                path_and_query: original.target,
+                scheme: original.scheme,
+            }),
+        };
+        let nginx = original.nginx;
+        ctx.original = Some((original.method.to_owned(), original.target.to_owned()));
+        let Some(mut decision) = decide::decide(&self.shared, &facts, Mode::LIVE).await else {
+            // No site for the host: nothing to judge it by, so the edge lets it through (a
+            // 421 would reach every visitor of that host, as a 500 from nginx).
+            self.shared.metrics.unknown_host.inc();
+            respond(session, 200, Bytes::new(), None, &[]).await?;
+            return Ok(true);
+        };
+        // The edge serves robots.txt itself: its answers stay the edge's.
+        if decision.robots_txt {
+            decision.judgement.response = None;
+        }
+        let answer = forward_auth::answer(&decision, nginx);
+        let body = match decision.judgement.response.take() {
+            Some(response) if answer.refused => body_of(response.body, &decision.snapshot),
+            _ => Bytes::new(),
+        };
+        ctx.decision = Some(Box::new(decision));
+        respond(session, answer.status, body, None, &answer.headers).await?;
+        Ok(true)
     }
 }
 
@@ -55,6 +158,8 @@ pub struct Ctx {
     _in_flight: Option<InFlight>,
     /// The Host that chose the site, as sent (the Host header, or the target's authority).
     host: Option<HeaderValue>,
+    /// A forward-auth subrequest's original method and target (the access log's).
+    original: Option<(String, String)>,
 }
 
 // Request data echoed in headers and bodies is the judgement's concern too (its messages).
@@ -66,13 +171,17 @@ async fn respond(
     status: u16,
     body: Bytes,
     retry_after: Option<u64>,
+    more: &[(String, String)],
 ) -> Result<()> {
-    let mut header = ResponseHeader::build(status, Some(4))?;
+    let mut header = ResponseHeader::build(status, Some(4 + more.len()))?;
     header.insert_header(CONTENT_TYPE, Response::CONTENT_TYPE)?;
     header.insert_header(CONTENT_LENGTH, body.len().to_string())?;
     header.insert_header(CACHE_CONTROL, Response::CACHE_CONTROL)?;
     if let Some(seconds) = retry_after {
         header.insert_header(RETRY_AFTER, seconds.to_string())?;
+    }
+    for (name, value) in more {
+        header.insert_header(name.clone(), value.as_str())?;
     }
     session
         .write_response_header(Box::new(header), false)
@@ -281,6 +390,9 @@ impl ProxyHttp for CrawlGate {
     }
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
+        if self.forward_auth {
+            return self.answer_edge(session, ctx).await;
+        }
         let peer = session
             .client_addr()
             .and_then(|a| a.as_inet())
@@ -309,7 +421,7 @@ impl ProxyHttp for CrawlGate {
                 peer.map_or_else(|| "?".to_owned(), |p| p.to_string()),
                 String::from_utf8_lossy(&body).trim_end()
             );
-            respond(session, 400, body, None).await?;
+            respond(session, 400, body, None, &[]).await?;
             return Ok(true);
         }
         let request = session.req_header();
@@ -342,7 +454,7 @@ impl ProxyHttp for CrawlGate {
                 "crawlgate: no site is configured for host `{}`\n",
                 sanitize(&host)
             );
-            respond(session, 421, Bytes::from(body), None).await?;
+            respond(session, 421, Bytes::from(body), None, &[]).await?;
             return Ok(true);
         };
         // The judgement says whether crawlgate answers, and with what.
@@ -355,7 +467,7 @@ impl ProxyHttp for CrawlGate {
             .map(|r| (r.status, body_of(r.body, &decision.snapshot), r.retry_after));
         ctx.decision = Some(Box::new(decision));
         if let Some((status, body, retry_after)) = answer {
-            respond(session, status, body, retry_after).await?;
+            respond(session, status, body, retry_after, &[]).await?;
             return Ok(true);
         }
         // A client waiting for `100 Continue` before it sends its body gets it here, as nginx
@@ -420,7 +532,7 @@ impl ProxyHttp for CrawlGate {
         }
         if code > 0 {
             let body = Bytes::from(format!("crawlgate: {}\n", upstream_failure(code)));
-            let _ = respond(session, code, body, None).await;
+            let _ = respond(session, code, body, None, &[]).await;
         }
         FailToProxy {
             error_code: code,
@@ -490,41 +602,8 @@ impl ProxyHttp for CrawlGate {
         if ctx.continued {
             upstream.remove_header(&EXPECT);
         }
-        let judgement = &decision.judgement;
-        if judgement.outcome != Outcome::Tagged {
-            return Ok(());
-        }
-        let prefix = &site.tag_prefix;
-        upstream.insert_header(format!("{prefix}Bot"), decision.bot().as_ref())?;
-        upstream.insert_header(format!("{prefix}Verdict"), judgement.labels.verdict)?;
-        upstream.insert_header(
-            format!("{prefix}Verified"),
-            decision.verification.result.as_str(),
-        )?;
-        if decision.verification.method != Method::None {
-            upstream.insert_header(
-                format!("{prefix}Verified-By"),
-                decision.verification.method.as_str(),
-            )?;
-        }
-        if let Some(rule) = decision.rule() {
-            let value = format!(
-                "{} {} line {}",
-                rule.kind.directive().to_ascii_lowercase(),
-                sanitize(&rule.pattern),
-                rule.line
-            );
-            upstream.insert_header(format!("{prefix}Rule"), value)?;
-        }
-        if let Some(rule) = decision.preference_rule() {
-            let value = format!("{} line {}", sanitize(&rule.text()), rule.line);
-            upstream.insert_header(format!("{prefix}Rule"), value)?;
-        }
-        if judgement.labels.crawl_delay_exceeded.is_some() {
-            upstream.insert_header(format!("{prefix}Crawl-Delay"), "exceeded")?;
-        }
-        if judgement.robots_unread {
-            upstream.insert_header(format!("{prefix}Robots-Unread"), "1")?;
+        for (name, value) in decision.tag_headers() {
+            upstream.insert_header(name, value)?;
         }
         Ok(())
     }
@@ -670,18 +749,19 @@ impl ProxyHttp for CrawlGate {
             return;
         }
         let request = session.req_header();
-        let path: String = request
-            .uri
-            .path_and_query()
-            .map_or("/", |p| p.as_str())
-            .chars()
-            .take(2048)
-            .collect();
+        let (method, target) = match &ctx.original {
+            Some((method, target)) => (method.as_str(), target.as_str()),
+            None => (
+                request.method.as_str(),
+                request.uri.path_and_query().map_or("/", |p| p.as_str()),
+            ),
+        };
+        let path: String = target.chars().take(2048).collect();
         let entry = Entry {
             time: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
             site,
             client: decision.client.to_string(),
-            method: request.method.as_str(),
+            method,
             path: &path,
             bot,
             category,

@@ -235,6 +235,7 @@ pub struct ProxyBuilder {
     wire: Wire,
     hosts: Vec<String>,
     args: Vec<String>,
+    port: Option<u16>,
 }
 
 impl ProxyBuilder {
@@ -245,7 +246,15 @@ impl ProxyBuilder {
             wire: Wire::Http1,
             hosts: Vec::new(),
             args: Vec::new(),
+            port: None,
         }
+    }
+
+    /// Uses `port` as the proxy's (`{listen}`'s) port: for a configuration whose listener is
+    /// another kind (`forward_auth`), the one [`ProxyBuilder::start`] waits for.
+    pub fn listening_on(mut self, port: u16) -> ProxyBuilder {
+        self.port = Some(port);
+        self
     }
 
     /// Adds `serve` flags after `--config`.
@@ -274,7 +283,7 @@ impl ProxyBuilder {
         for (name, content) in &self.files {
             std::fs::write(dir.path().join(name), content).unwrap();
         }
-        let port = free_port();
+        let port = self.port.unwrap_or_else(free_port);
         let metrics_port = free_port();
         let config = dir.path().join("crawlgate.yaml");
         let mut template = self.template.clone();

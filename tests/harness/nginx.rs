@@ -36,6 +36,25 @@ impl Nginx {
     /// Starts nginx in front of `upstream`, reading the origin's response for at most
     /// `read_timeout_seconds` of silence (`proxy_read_timeout`).
     pub fn start(upstream: SocketAddr, read_timeout_seconds: u64) -> Nginx {
+        let location = format!(
+            "location / {{\n\
+               proxy_pass http://{upstream};\n\
+               proxy_http_version 1.1;\n\
+               proxy_read_timeout {read_timeout_seconds}s;\n\
+               proxy_set_header Host $host;\n\
+               proxy_set_header X-Real-IP $remote_addr;\n\
+               proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n\
+               proxy_set_header X-Forwarded-Proto $scheme;\n\
+               proxy_set_header X-Forwarded-Host $host;\n\
+               proxy_set_header Upgrade $http_upgrade;\n\
+               proxy_set_header Connection $connection_upgrade;\n\
+             }}\n"
+        );
+        Nginx::with_locations(&location)
+    }
+
+    /// Starts nginx with `locations` (nginx configuration text) in its one `server` block.
+    pub fn with_locations(locations: &str) -> Nginx {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let tls_port = free_port();
@@ -56,18 +75,7 @@ impl Nginx {
                  listen 127.0.0.1:{port};\n\
                  listen 127.0.0.1:{tls_port} ssl http2;\n\
                  ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem;\n\
-                 location / {{\n\
-                   proxy_pass http://{upstream};\n\
-                   proxy_http_version 1.1;\n\
-                   proxy_read_timeout {read_timeout_seconds}s;\n\
-                   proxy_set_header Host $host;\n\
-                   proxy_set_header X-Real-IP $remote_addr;\n\
-                   proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n\
-                   proxy_set_header X-Forwarded-Proto $scheme;\n\
-                   proxy_set_header X-Forwarded-Host $host;\n\
-                   proxy_set_header Upgrade $http_upgrade;\n\
-                   proxy_set_header Connection $connection_upgrade;\n\
-                 }}\n\
+                 {locations}\n\
                }}\n\
              }}\n"
         );

@@ -53,6 +53,17 @@ pub struct ConfigFile {
     pub clients: ClientsFile,
     /// `enforce` (the default) or `observe`: every site's, unless the site says otherwise.
     pub mode: Option<Enforcement>,
+    /// Listeners that answer an edge proxy's forward-auth subrequests instead of proxying.
+    pub forward_auth: Option<ForwardAuthFile>,
+}
+
+/// `forward_auth:` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForwardAuthFile {
+    /// Plain-HTTP addresses the edge's subrequests come to (loopback or a private network:
+    /// only `trusted_proxies` may ask).
+    pub listen: Vec<Addr>,
 }
 
 /// `clients:` as written: the timeouts and connection limits that keep one client from holding

@@ -177,6 +177,9 @@ pub struct Settings {
     pub h2c: bool,
     /// The metrics listener.
     pub metrics_listen: Option<SocketAddr>,
+    /// Forward-auth listeners: they answer an edge's subrequests (see
+    /// [`crate::proxy::forward_auth`]).
+    pub forward_auth_listen: Vec<SocketAddr>,
     /// The access log.
     pub access_log: Option<AccessLogTarget>,
     /// A catalog file instead of the embedded one.

@@ -5,7 +5,7 @@ use super::*;
 use crate::policy::{Action, Enforcement};
 use crate::robots::DEFAULT_MAX_BYTES;
 use std::collections::HashMap;
-use std::net::ToSocketAddrs;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -120,10 +120,21 @@ impl Validator<'_> {
                 "sites: at least one site is needed (name, upstream, robots)".into(),
             ));
         }
-        if file.listen.is_empty() && file.tls_listen.is_empty() {
+        let forward_auth_listen: Vec<SocketAddr> = file
+            .forward_auth
+            .iter()
+            .flat_map(|auth| auth.listen.iter().map(|a| a.0))
+            .collect();
+        if file.listen.is_empty() && file.tls_listen.is_empty() && forward_auth_listen.is_empty() {
             return Err(self.error(
                 None,
-                "listen: give at least one address in `listen` or `tls_listen`, such as listen: [\"0.0.0.0:8080\"]".into(),
+                "listen: give at least one address in `listen`, `tls_listen` or `forward_auth.listen`, such as listen: [\"0.0.0.0:8080\"]".into(),
+            ));
+        }
+        if !forward_auth_listen.is_empty() && file.trusted_proxies.networks.is_empty() {
+            return Err(self.error(
+                Some(("forward_auth", 0)),
+                "forward_auth: only trusted_proxies may ask, and none are listed: add the edge's address (trusted_proxies: [127.0.0.1/32])".into(),
             ));
         }
         let tls_listen = (file.tls_listen.iter().enumerate())
@@ -231,6 +242,7 @@ impl Validator<'_> {
             politeness,
             state,
             listen: file.listen.iter().map(|a| a.0).collect(),
+            forward_auth_listen,
             tls_listen,
             h2c: file.h2c,
             metrics_listen: file.metrics.map(|m| m.listen.0),
@@ -1073,6 +1085,29 @@ mod tests {
         assert_eq!(error.line, Some(8), "{error}");
         assert!(error.message.contains("is not a network"), "{error}");
         assert!(parse(MINIMAL).unwrap().trusted_proxies.is_empty());
+    }
+
+    #[test]
+    fn forward_auth_alone_is_a_listener_and_needs_a_trusted_edge() {
+        let sites = MINIMAL.replace("listen: [\"127.0.0.1:8080\"]\n", "");
+        let alone = format!("forward_auth: {{listen: [\"127.0.0.1:9200\"]}}\ntrusted_proxies: [127.0.0.1/32]\n{sites}");
+        let settings = parse(&alone).unwrap();
+        assert!(settings.listen.is_empty());
+        assert_eq!(
+            settings.forward_auth_listen,
+            ["127.0.0.1:9200".parse().unwrap()]
+        );
+        let untrusted = format!("forward_auth: {{listen: [\"127.0.0.1:9200\"]}}\n{sites}");
+        let error = parse(&untrusted).unwrap_err();
+        assert_eq!(error.line, Some(1), "{error}");
+        assert!(
+            error.message.contains("only trusted_proxies may ask"),
+            "{error}"
+        );
+        assert!(parse(&sites)
+            .unwrap_err()
+            .message
+            .contains("forward_auth.listen"));
     }
 
     #[test]
