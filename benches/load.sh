@@ -130,33 +130,7 @@ pids+=($!); LARGE_PID=$!
 for port in $ORIGIN $NGINX $BARE $SMALL $LARGE; do wait_port "$port"; done
 
 # --- the request mixes
-cat > "$work/mixed.lua" <<'EOF'
-local people = {
-  "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0",
-  "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15",
-  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36",
-}
-local allowed = {
-  "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
-  "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)",
-}
-local blocked = {
-  "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)",
-  "CCBot/2.0 (https://commoncrawl.org/faq/)",
-}
-local n, p, a, b = 0, 0, 0, 0
-request = function()
-  n = n + 1
-  local slot = n % 10
-  local ua
-  if slot < 7 then p = p + 1; ua = people[p % #people + 1]
-  elseif slot < 9 then a = a + 1; ua = allowed[a % #allowed + 1]
-  else b = b + 1; ua = blocked[b % #blocked + 1] end
-  local path = "/blog/post-" .. (n % 50 + 1) .. ".html"
-  return wrk.format("GET", path, { ["User-Agent"] = ua })
-end
-EOF
-sed 's/if slot < 7 then/if slot < 8 then/; s/elseif slot < 9 then/elseif slot < 10 then/' "$work/mixed.lua" > "$work/forward.lua"
+write_mixes
 
 NGINX_PID=$(cat "$work/nginx-proxy.pid")
 results="$work/results.tsv"
