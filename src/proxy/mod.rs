@@ -20,6 +20,7 @@ pub mod host;
 pub mod logging;
 pub mod metrics;
 pub mod politeness;
+pub mod proxy_protocol;
 pub mod reload;
 pub mod server;
 pub mod service;

@@ -350,6 +350,7 @@ impl Reloader {
             || settings.h2c != old.h2c
             || settings.metrics_listen != old.metrics_listen
             || settings.forward_auth_listen != old.forward_auth_listen
+            || settings.proxy_protocol_listen != old.proxy_protocol_listen
             || settings.pingora != old.pingora
             || settings.access_log != old.access_log
             || settings.state_dir != old.state_dir

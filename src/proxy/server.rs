@@ -12,6 +12,7 @@ use super::config::{
 use super::connection::{Gate, Guarded, Stop, Trimmer};
 use super::demo::{demo_robots, DemoApp, DEFAULT_ADDRESS};
 use super::metrics::Metrics;
+use super::proxy_protocol;
 use super::reload::{ConfigSource, Reloader};
 use super::service::CrawlGate;
 use super::state::Shared;
@@ -92,6 +93,7 @@ fn embedded_demo(socket: PathBuf) -> Settings {
         h2c: false,
         metrics_listen: DEMO_METRICS.parse().ok(),
         forward_auth_listen: Vec::new(),
+        proxy_protocol_listen: Vec::new(),
         access_log: Some(AccessLogTarget::Stdout),
         catalog: None,
         sites: vec![SiteSettings {
@@ -171,7 +173,9 @@ pub fn run(
     config: ConfigSource,
     demo_socket: Option<PathBuf>,
 ) -> Result<(), ServeError> {
-    let plain = settings.listen.iter().chain(&settings.forward_auth_listen);
+    let plain = (settings.listen.iter())
+        .chain(&settings.proxy_protocol_listen)
+        .chain(&settings.forward_auth_listen);
     for addr in plain.chain(settings.metrics_listen.iter()) {
         check_listen(*addr)?;
     }
@@ -191,18 +195,32 @@ pub fn run(
     let mut server = Server::new_with_opt_and_conf(None, server_conf(&settings.pingora));
     server.bootstrap();
 
-    let mut app = pingora::proxy::http_proxy(&server.configuration, CrawlGate::new(shared.clone()));
-    let mut options = pingora::apps::HttpServerOptions::default();
-    options.h2c = settings.h2c;
-    // An HTTP/2 connection with no stream open is idle: closed as an HTTP/1.1 one would be.
-    options.h2_idle_timeout = Some(settings.clients.idle_timeout);
-    app.server_options = Some(options);
+    let app = || {
+        let mut app =
+            pingora::proxy::http_proxy(&server.configuration, CrawlGate::new(shared.clone()));
+        let mut options = pingora::apps::HttpServerOptions::default();
+        options.h2c = settings.h2c;
+        // An HTTP/2 connection with no stream open is idle: closed as an HTTP/1.1 one would be.
+        options.h2_idle_timeout = Some(settings.clients.idle_timeout);
+        app.server_options = Some(options);
+        app
+    };
     let registry = shared.connections.clone();
     let mut proxy = Service::new(
         "crawlgate proxy".into(),
-        Guarded::new(app, registry.clone()),
+        Guarded::new(app(), registry.clone()),
     );
     proxy.set_connection_filter(Arc::new(Gate(registry.clone())));
+    // Listeners behind a TCP load balancer: the same proxy, whose connections start with a
+    // PROXY protocol header (read before TLS on TLS listeners, pingora's pre-TLS hook).
+    let mut behind = Service::new(
+        "crawlgate proxy (PROXY protocol)".into(),
+        Guarded::behind_proxy_protocol(app(), shared.clone()),
+    );
+    behind.set_connection_filter(Arc::new(Gate(registry.clone())));
+    behind
+        .endpoints()
+        .set_pre_tls_callback(Arc::new(proxy_protocol::BeforeTls(shared.clone())));
     // Each connection gets a read buffer of this size, by listener kind (benches/RESULTS.md,
     // "Memory per connection"): pingora's 64 KiB default is most of an idle keep-alive
     // connection's memory.
@@ -211,6 +229,10 @@ pub fn run(
     for addr in &settings.listen {
         let endpoint = ListenerConfig::tcp(addr.to_string()).l4_buffer(buffers);
         proxy.endpoints().add_listener(endpoint);
+    }
+    for addr in &settings.proxy_protocol_listen {
+        let endpoint = ListenerConfig::tcp(addr.to_string()).l4_buffer(buffers);
+        behind.endpoints().add_listener(endpoint);
     }
     let mut tls_listeners = Vec::new();
     for tls in &settings.tls_listen {
@@ -223,10 +245,24 @@ pub fn run(
         let endpoint = ListenerConfig::tcp(tls.addr.to_string())
             .tls(tls_settings)
             .l4_buffer(tls_buffers);
-        proxy.endpoints().add_listener(endpoint);
+        let service = if tls.proxy_protocol {
+            &mut behind
+        } else {
+            &mut proxy
+        };
+        service.endpoints().add_listener(endpoint);
         tls_listeners.push(listener);
     }
     server.add_service(proxy);
+    let behind_listeners = settings.proxy_protocol_listen.len()
+        + settings
+            .tls_listen
+            .iter()
+            .filter(|t| t.proxy_protocol)
+            .count();
+    if behind_listeners > 0 {
+        server.add_service(behind);
+    }
 
     if !settings.forward_auth_listen.is_empty() {
         let auth = CrawlGate::forward_auth(shared.clone());

@@ -14,9 +14,9 @@ use std::time::Duration;
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
-    /// Plain-HTTP listening addresses.
+    /// Plain-HTTP listening addresses (`IP:PORT`, or `{addr: IP:PORT, proxy_protocol: true}`).
     #[serde(default)]
-    pub listen: Vec<Addr>,
+    pub listen: Vec<ListenFile>,
     /// TLS listening addresses with their certificates.
     #[serde(default)]
     pub tls_listen: Vec<TlsListenFile>,
@@ -335,6 +335,55 @@ impl<'de> Deserialize<'de> for Addr {
     }
 }
 
+/// A plain-HTTP listener as written: `"IP:PORT"`, or `{addr: "IP:PORT", proxy_protocol: true}`
+/// for one behind a TCP load balancer that sends the PROXY protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListenFile {
+    /// The address.
+    pub addr: SocketAddr,
+    /// Each connection starts with a PROXY protocol header (v1 or v2).
+    pub proxy_protocol: bool,
+}
+
+impl<'de> Deserialize<'de> for ListenFile {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Written {
+            addr: Addr,
+            #[serde(default)]
+            proxy_protocol: bool,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Text(String),
+            Map(Written),
+        }
+        match Either::deserialize(d).map_err(|_| {
+            serde::de::Error::custom(
+                "a listener is IP:PORT, such as 0.0.0.0:8080, or {addr: IP:PORT, proxy_protocol: true}",
+            )
+        })? {
+            Either::Text(text) => text
+                .parse()
+                .map(|addr| ListenFile {
+                    addr,
+                    proxy_protocol: false,
+                })
+                .map_err(|_| {
+                    serde::de::Error::custom(format!(
+                        "`{text}` is not a listening address: expected IP:PORT, such as 0.0.0.0:8080 or [::]:8080"
+                    ))
+                }),
+            Either::Map(written) => Ok(ListenFile {
+                addr: written.addr.0,
+                proxy_protocol: written.proxy_protocol,
+            }),
+        }
+    }
+}
+
 /// The longest duration any key takes: no arithmetic on a configured duration can overflow.
 pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 
@@ -430,6 +479,9 @@ pub struct TlsListenFile {
     /// Certificates chosen by SNI, each answering for the names it carries.
     #[serde(default)]
     pub certs: Vec<CertPairFile>,
+    /// Each connection starts with a PROXY protocol header, before TLS.
+    #[serde(default)]
+    pub proxy_protocol: bool,
 }
 
 /// A certificate chain and its private key, PEM files.

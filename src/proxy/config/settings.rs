@@ -25,6 +25,8 @@ pub struct TlsListen {
     /// Its certificates, at least one: the first is the default, for clients that send no
     /// SNI or a name no certificate carries.
     pub certs: Vec<CertPair>,
+    /// Each connection starts with a PROXY protocol header, before TLS.
+    pub proxy_protocol: bool,
 }
 
 /// Where a certificate chain and its private key are (PEM files).
@@ -177,6 +179,8 @@ pub struct Settings {
     pub h2c: bool,
     /// The metrics listener.
     pub metrics_listen: Option<SocketAddr>,
+    /// Plain-HTTP listeners whose connections start with a PROXY protocol header.
+    pub proxy_protocol_listen: Vec<SocketAddr>,
     /// Forward-auth listeners: they answer an edge's subrequests (see
     /// [`crate::proxy::forward_auth`]).
     pub forward_auth_listen: Vec<SocketAddr>,

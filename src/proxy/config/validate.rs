@@ -131,6 +131,14 @@ impl Validator<'_> {
                 "listen: give at least one address in `listen`, `tls_listen` or `forward_auth.listen`, such as listen: [\"0.0.0.0:8080\"]".into(),
             ));
         }
+        let behind_proxy_protocol = file.listen.iter().any(|l| l.proxy_protocol)
+            || file.tls_listen.iter().any(|l| l.proxy_protocol);
+        if behind_proxy_protocol && file.trusted_proxies.networks.is_empty() {
+            return Err(self.error(
+                Some(("proxy_protocol", 0)),
+                "proxy_protocol: only trusted_proxies may send it, and none are listed: add the load balancer's address (trusted_proxies: [10.0.0.0/8])".into(),
+            ));
+        }
         if !forward_auth_listen.is_empty() && file.trusted_proxies.networks.is_empty() {
             return Err(self.error(
                 Some(("forward_auth", 0)),
@@ -241,7 +249,14 @@ impl Validator<'_> {
             verification,
             politeness,
             state,
-            listen: file.listen.iter().map(|a| a.0).collect(),
+            listen: (file.listen.iter())
+                .filter(|l| !l.proxy_protocol)
+                .map(|l| l.addr)
+                .collect(),
+            proxy_protocol_listen: (file.listen.iter())
+                .filter(|l| l.proxy_protocol)
+                .map(|l| l.addr)
+                .collect(),
             forward_auth_listen,
             tls_listen,
             h2c: file.h2c,
@@ -320,6 +335,7 @@ impl Validator<'_> {
         Ok(TlsListen {
             addr: tls.addr.0,
             certs,
+            proxy_protocol: tls.proxy_protocol,
         })
     }
 
@@ -1085,6 +1101,29 @@ mod tests {
         assert_eq!(error.line, Some(8), "{error}");
         assert!(error.message.contains("is not a network"), "{error}");
         assert!(parse(MINIMAL).unwrap().trusted_proxies.is_empty());
+    }
+
+    #[test]
+    fn a_listener_behind_a_load_balancer_says_so_and_needs_it_trusted() {
+        let sites = MINIMAL.replace("listen: [\"127.0.0.1:8080\"]\n", "");
+        let both = format!("listen: [\"127.0.0.1:8080\", {{addr: \"127.0.0.1:8081\", proxy_protocol: true}}]\ntrusted_proxies: [10.0.0.0/8]\n{sites}");
+        let settings = parse(&both).unwrap();
+        assert_eq!(settings.listen, ["127.0.0.1:8080".parse().unwrap()]);
+        assert_eq!(
+            settings.proxy_protocol_listen,
+            ["127.0.0.1:8081".parse().unwrap()]
+        );
+        let untrusted =
+            format!("listen: [{{addr: \"127.0.0.1:8081\", proxy_protocol: true}}]\n{sites}");
+        let error = parse(&untrusted).unwrap_err();
+        assert!(
+            error.message.contains("only trusted_proxies may send it"),
+            "{error}"
+        );
+        let typo = format!("listen: [{{addr: \"127.0.0.1:8081\", proxy: true}}]\n{sites}");
+        let error = parse(&typo).unwrap_err();
+        assert_eq!(error.line, Some(1), "{error}");
+        assert!(error.message.contains("proxy_protocol: true"), "{error}");
     }
 
     #[test]

@@ -27,9 +27,12 @@ use super::access_log::AccessLog;
 use super::client::TrustedProxies;
 use super::config::ClientSettings;
 use super::metrics::Metrics;
+use super::proxy_protocol;
+use super::state::Shared;
 use async_trait::async_trait;
 use pingora::apps::ServerApp;
 use pingora::listeners::ConnectionFilter;
+use pingora::protocols::l4::stream::Stream as L4Stream;
 use pingora::protocols::Stream;
 use pingora::server::{ShutdownSignal, ShutdownSignalWatch, ShutdownWatch};
 use std::collections::HashMap;
@@ -185,7 +188,8 @@ impl Registry {
         Duration::from_millis(self.body_timeout_ms.load(Ordering::Relaxed))
     }
 
-    fn header_timeout(&self) -> Duration {
+    /// How long a request header (and a PROXY protocol header) may take to arrive.
+    pub fn header_timeout(&self) -> Duration {
         Duration::from_millis(self.header_timeout_ms.load(Ordering::Relaxed))
     }
 
@@ -481,6 +485,9 @@ impl ConnectionFilter for Gate {
 pub struct Guarded<A> {
     inner: Arc<A>,
     registry: Arc<Registry>,
+    /// Its plain connections start with a PROXY protocol header ([`proxy_protocol`]; TLS ones
+    /// have had theirs read before the handshake).
+    proxy_protocol: Option<Arc<Shared>>,
 }
 
 impl<A> Guarded<A> {
@@ -489,6 +496,16 @@ impl<A> Guarded<A> {
         Guarded {
             inner: Arc::new(inner),
             registry,
+            proxy_protocol: None,
+        }
+    }
+
+    /// Wraps `inner`, whose plain connections start with a PROXY protocol header.
+    pub fn behind_proxy_protocol(inner: A, shared: Arc<Shared>) -> Guarded<A> {
+        Guarded {
+            inner: Arc::new(inner),
+            registry: shared.connections.clone(),
+            proxy_protocol: Some(shared),
         }
     }
 }
@@ -500,6 +517,17 @@ impl<A: ServerApp + Send + Sync + 'static> ServerApp for Guarded<A> {
         stream: Stream,
         shutdown: &ShutdownWatch,
     ) -> Option<Stream> {
+        let stream = match &self.proxy_protocol {
+            Some(shared) if stream.get_ssl().is_none() => {
+                let mut plain = stream.into_any().downcast::<L4Stream>().ok()?;
+                proxy_protocol::accept_in_time(&mut plain, shared)
+                    .await
+                    .ok()?;
+                plain
+            }
+            _ => stream,
+        };
+        // The peer is the client a PROXY protocol header named, where there was one.
         let peer = stream
             .get_socket_digest()
             .and_then(|d| d.peer_addr().and_then(|a| a.as_inet().copied()));
