@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod unit_files;
+
 fn crate_path(relative: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
@@ -94,7 +96,8 @@ fn a_bad_configuration_is_reported_with_its_line() {
 /// The unit, with its ExecStart pointing at the binary under test (verify checks it exists).
 fn unit_under_test(dir: &Path) -> PathBuf {
     let unit = std::fs::read_to_string(crate_path("systemd/crawlgate.service")).unwrap();
-    let unit = unit.replace("/usr/local/bin/crawlgate", env!("CARGO_BIN_EXE_crawlgate"));
+    let unit = unit_files::running(&unit, Path::new(env!("CARGO_BIN_EXE_crawlgate")));
+    assert!(!unit_files::runs_bare_name(&unit));
     let path = dir.join("crawlgate.service");
     std::fs::write(&path, unit).unwrap();
     path
@@ -133,28 +136,13 @@ fn the_systemd_unit_verifies() {
 
 #[test]
 fn the_systemd_unit_is_hardened() {
-    let Some(tool) = systemd_analyze() else {
+    if systemd_analyze().is_none() {
         return;
-    };
+    }
     let dir = tempfile::tempdir().unwrap();
     let unit = unit_under_test(dir.path());
-    let output = Command::new(tool)
-        .args(["security", "--offline=true", "--no-pager"])
-        .arg(&unit)
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let score: f64 = stdout
-        .lines()
-        .find_map(|line| {
-            line.split("Overall exposure level for crawlgate.service: ")
-                .nth(1)
-        })
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|score| score.parse().ok())
-        .unwrap_or_else(|| panic!("no exposure level in:\n{stdout}"));
-    assert!(score <= 2.0, "exposure {score}:\n{stdout}");
+    let (score, report) = unit_files::exposure(dir.path(), &unit);
+    assert!(score <= 2.0, "exposure {score}:\n{report}");
 }
 
 #[test]
