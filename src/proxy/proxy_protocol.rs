@@ -176,7 +176,7 @@ mod tests {
             parse(v1),
             Ok(Some(Header {
                 client: Some("192.0.2.7:51234".parse().unwrap()),
-                len: 40,
+                len: 41,
             }))
         );
         let v1_unknown = b"PROXY UNKNOWN\r\n";

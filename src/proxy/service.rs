@@ -58,6 +58,30 @@ impl CrawlGate {
         }
     }
 
+    /// Refuses a request crawlgate cannot judge (a bad Host, several User-Agents, a
+    /// forward-auth subrequest from the untrusted): answered, logged at INFO and counted in
+    /// `crawlgate_bad_requests_total{reason}`.
+    async fn refuse(
+        &self,
+        session: &mut Session,
+        peer: Option<std::net::IpAddr>,
+        status: u16,
+        reason: &'static str,
+        body: Bytes,
+    ) -> Result<()> {
+        self.shared
+            .metrics
+            .bad_requests
+            .with_label_values(&[reason])
+            .inc();
+        log::info!(
+            "refused a request from {}: {} ({reason})",
+            peer.map_or_else(|| "?".to_owned(), |p| p.to_string()),
+            String::from_utf8_lossy(&body).trim_end()
+        );
+        respond(session, status, body, None, &[]).await
+    }
+
     /// Answers a forward-auth subrequest: `200` (with the tag headers) to let the original
     /// request through, or the refusal crawlgate would have answered it with.
     async fn answer_edge(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
@@ -79,21 +103,12 @@ impl CrawlGate {
             ))
         };
         if let Some((status, reason, message)) = refusal {
-            self.shared
-                .metrics
-                .bad_requests
-                .with_label_values(&[reason])
-                .inc();
-            log::info!(
-                "refused a forward-auth subrequest from {}: {message}",
-                peer.map_or_else(|| "?".to_owned(), |p| p.to_string())
-            );
-            respond(
+            self.refuse(
                 session,
+                peer,
                 status,
+                reason,
                 Bytes::from(format!("{message}\n")),
-                None,
-                &[],
             )
             .await?;
             return Ok(true);
@@ -411,17 +426,7 @@ impl ProxyHttp for CrawlGate {
             Ok(_) => None,
         };
         if let Some((reason, body)) = refusal {
-            self.shared
-                .metrics
-                .bad_requests
-                .with_label_values(&[reason])
-                .inc();
-            log::info!(
-                "refused a request from {}: {} ({reason})",
-                peer.map_or_else(|| "?".to_owned(), |p| p.to_string()),
-                String::from_utf8_lossy(&body).trim_end()
-            );
-            respond(session, 400, body, None, &[]).await?;
+            self.refuse(session, peer, 400, reason, body).await?;
             return Ok(true);
         }
         let request = session.req_header();
