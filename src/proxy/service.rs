@@ -90,33 +90,23 @@ impl CrawlGate {
             .and_then(|a| a.as_inet())
             .map(|a| a.ip());
         let trusted = peer.is_some_and(|peer| self.shared.global.load().trusted.contains(peer));
-        let request = session.req_header();
-        let refusal = if trusted {
-            forward_auth::original(&request.headers)
-                .err()
-                .map(|e| (400, "forward_auth_no_target", e.to_string()))
-        } else {
-            Some((
-                403,
-                "forward_auth_untrusted",
-                "crawlgate forward-auth: only trusted_proxies may ask".to_owned(),
-            ))
-        };
-        if let Some((status, reason, message)) = refusal {
-            self.refuse(
-                session,
-                peer,
-                status,
-                reason,
-                Bytes::from(format!("{message}\n")),
-            )
-            .await?;
+        if !trusted {
+            let body =
+                Bytes::from_static(b"crawlgate forward-auth: only trusted_proxies may ask\n");
+            self.refuse(session, peer, 403, "forward_auth_untrusted", body)
+                .await?;
             return Ok(true);
         }
-        let request = session.req_header();
-        let Ok(original) = forward_auth::original(&request.headers) else {
-            return Ok(true);
+        let original = match forward_auth::original(&session.req_header().headers) {
+            Ok(original) => original,
+            Err(e) => {
+                let body = Bytes::from(format!("{e}\n"));
+                self.refuse(session, peer, 400, "forward_auth_no_target", body)
+                    .await?;
+                return Ok(true);
+            }
         };
+        let request = session.req_header();
         let user_agent = request
             .headers
             .get(USER_AGENT)
