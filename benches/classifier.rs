@@ -167,7 +167,12 @@ fn classify(c: &mut Criterion) {
     let catalog = Catalog::embedded().unwrap();
     let classifier = Classifier::new(catalog.known_agents()).unwrap();
     let corpora = corpora();
-    let slowest = survey(&classifier, &corpora);
+    // `CLASSIFIER_SURVEY=0` leaves the survey out (for a profile of one case).
+    let slowest = if std::env::var_os("CLASSIFIER_SURVEY").is_some_and(|v| v == "0") {
+        HEADERS[0].1.to_owned()
+    } else {
+        survey(&classifier, &corpora)
+    };
     let mut group = c.benchmark_group("classify");
     let mut named: Vec<(&str, String)> = HEADERS
         .iter()
@@ -178,6 +183,12 @@ fn classify(c: &mut Criterion) {
         group.throughput(Throughput::Bytes(header.len() as u64));
         group.bench_with_input(BenchmarkId::from_parameter(name), header, |b, header| {
             b.iter(|| black_box(classifier.classify(black_box(header.as_bytes()))))
+        });
+    }
+    // The gate alone (`plainly_a_person`: one scan, no reading), for the same headers.
+    for (name, header) in &named {
+        group.bench_with_input(BenchmarkId::new("gate", name), header, |b, header| {
+            b.iter(|| black_box(classifier.plainly_a_person(black_box(header.as_bytes()))))
         });
     }
     let long = format!("{}Googlebot/2.1", "Mozilla/5.0 (a; b; c) ".repeat(3000));

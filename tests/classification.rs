@@ -104,6 +104,75 @@ fn the_headers_the_issue_quoted() {
     }
 }
 
+/// Crawlers and tools the catalog's curated entries recognise since the cost and recall pass (from crawler-user-agents and isbot's crawler fixtures), with the name
+/// each must be read as (`None`: an unnamed crawler) and its category.
+const NAMED_SINCE_THE_RECALL_PASS: &[(&str, Option<&str>, Category)] = &[
+    ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/107.0 Safari/537.36 Ghost Inspector (63c85ddbde52d6697f57c623)", Some("Ghost Inspector"), Category::Monitoring),
+    ("Mozilla/5.0 (iPhone; CPU iPhone OS 11_3 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Hotjar Version/11.0 Mobile/15E148 Safari/604.1", Some("Hotjar"), Category::Other),
+    ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/602.1 (KHTML, like Gecko) splash Version/10.0 Safari/602.1", Some("splash Version"), Category::HttpLibrary),
+    ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0.0.0 newsai/1.0 Safari/537.36", Some("newsai"), Category::AiTraining),
+    ("Mozilla/5.0 (Linux; Android 15; GEC77) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36 Nitro-Optimizer-Agent", Some("Nitro-Optimizer-Agent"), Category::Other),
+    ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/109.0.0.0 Safari/537.36 CloudflareObservatory/1.0", Some("CloudflareObservatory"), Category::Monitoring),
+    ("Mozilla/5.0 (X11; Linux x86_64; rv:52.0) Gecko/20100101 Firefox/52.0 DejaClick/2.9.7.2", Some("DejaClick"), Category::Monitoring),
+    ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) TagInspector/500.1 Chrome/90.0.4430.72 Safari/537.36 Edg/90.0.818.39", Some("TagInspector"), Category::Monitoring),
+    ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Cypress/3.3.2 Chrome/61.0.3163.100 Electron/2.0.18 Safari/537.36", Some("Cypress"), Category::HttpLibrary),
+    ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_11_6) AppleWebKit/537.36 (KHTML, like Gecko) Sparkler/0.2.0-SNAPSHOT", Some("Sparkler"), Category::CrawlerFramework),
+    ("kube-probe/1.15", Some("kube-probe"), Category::Monitoring),
+    ("prometheus/2.18.1", Some("Prometheus"), Category::Monitoring),
+    ("collectd/5.5.1", Some("collectd"), Category::Monitoring),
+    ("Monit/5.23.0", Some("Monit"), Category::Monitoring),
+    ("munin/http_loadtime", Some("munin"), Category::Monitoring),
+    ("Hexometer", Some("Hexometer"), Category::Monitoring),
+    ("RestSharp/106.5.4.0", Some("RestSharp"), Category::HttpLibrary),
+    ("undici", Some("undici"), Category::HttpLibrary),
+    ("grpc-java-netty/1.28.1", Some("grpc-java-netty"), Category::HttpLibrary),
+    ("grpc-node/1.24.2 grpc-c/8.0.0 (linux; chttp2; ganges)", Some("grpc-node"), Category::HttpLibrary),
+    ("grpc-ruby/1.21.0 grpc-c/7.0.0 (linux; chttp2; gandalf)", Some("grpc-ruby"), Category::HttpLibrary),
+    ("http-kit/2.0", Some("http-kit"), Category::HttpLibrary),
+    ("scalaj-http/2.4.2", Some("scalaj-http"), Category::HttpLibrary),
+    ("lua-resty-http/0.10 (Lua) ngx_lua/10000", Some("lua-resty-http"), Category::HttpLibrary),
+    ("Request-Promise", Some("Request-Promise"), Category::HttpLibrary),
+    ("WinHTTP", Some("WinHTTP"), Category::HttpLibrary),
+    ("ApacheBench/2.3", Some("ApacheBench"), Category::HttpLibrary),
+    ("Jakarta Commons-HttpClient/3.1", Some("Jakarta Commons-HttpClient"), Category::HttpLibrary),
+    ("PHP/5.2.14", Some("PHP"), Category::HttpLibrary),
+    ("Arachni/v1.5.1", Some("Arachni"), Category::Scanner),
+    ("Fuzz Faster U Fool v1.5.0-dev", Some("Fuzz Faster U Fool"), Category::Scanner),
+    ("Mozilla/5.0 xtate/2.12.4", Some("xtate"), Category::Scanner),
+    ("Mozilla/5.0 (Morningscore/1.0)", Some("Morningscore"), Category::Seo),
+    ("Browsershots", Some("Browsershots"), Category::Other),
+    ("Google-Cloud-Scheduler", Some("Google-Cloud-Scheduler"), Category::Other),
+    ("Google-Cloud-Tasks", Some("Google-Cloud-Tasks"), Category::Other),
+    ("azure-logic-apps/1.0 (workflow 971b5bea643343dfa00318ee752abce5; version 08584442669960581077) microsoft-flow/1.0", Some("azure-logic-apps"), Category::Other),
+    ("IFTTT-Protocol/v1", Some("IFTTT-Protocol"), Category::Other),
+    ("Thumbor/6.7.5, Mozilla/5.0 (Linux; Android 9; RAZER Phone Build/NMF26F) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/76.0.3809.111 Mobile Safari/537.36", Some("Thumbor"), Category::Other),
+];
+
+#[test]
+fn the_recall_pass_names_these() {
+    let crawlers = table(Catalog::embedded().unwrap());
+    for (header, name, category) in NAMED_SINCE_THE_RECALL_PASS {
+        let who = crawlers.classify(header.as_bytes());
+        let crawler = crawlers
+            .row(who)
+            .unwrap_or_else(|| panic!("{header}: a person"));
+        match name {
+            Some(name) => assert_eq!(&*crawler.name, *name, "{header}"),
+            None => assert_eq!(who, Who::Unnamed, "{header}: {}", crawler.name),
+        }
+        assert_eq!(crawler.category, *category, "{header}");
+    }
+    // Still people: a survey app (`survey` was tried as a crawler word for `Netcraft Web Server
+    // Survey` and dropped: the camel-case rule reads `SurveyMonkey` as the word), and a browser
+    // whose name starts with a catalog token.
+    for person in [
+        "SurveyMonkey/5.4.1 (iPhone; iOS 17.5; Scale/3.00)",
+        "Mozilla/5.0 (Linux; Android 13; SM-A536B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Mobile Safari/537.36 GhostBrowser/2.1",
+    ] {
+        assert_eq!(crawlers.classify(person.as_bytes()), Who::Person, "{person}");
+    }
+}
+
 #[test]
 fn crawling_frameworks_are_judged_with_the_sites_action() {
     let crawlers = table(Catalog::embedded().unwrap());
@@ -348,16 +417,16 @@ fn classification_rates_on_real_labelled_user_agents() {
     );
     assert!(misread_all.len() * 100 < isbot_all.len());
     // Recall: the issue asks for 95% on crawler-user-agents and on isbot's crawlers, and for
-    // crawler-user-agents within 2 points of isbot's. This reading reaches the first (96.6%),
+    // crawler-user-agents within 2 points of isbot's. This reading reaches the first (96.9%),
     // not the others (WhatsApp, a person's app by design, is 25 of crawler-user-agents'
     // instances; isbot's list holds apps and HTTP libraries crawlgate reads as people;
     // docs/decisions/classifier-grammar.md has the rest): the floors held are what it reaches,
     // so that a change can only keep or raise them.
     let rate = |name: &str| rates.iter().find(|(n, _, _)| *n == name).unwrap().1;
     for (name, floor) in [
-        ("crawler-user-agents", 96.5),
-        ("isbot crawlers", 70.5),
-        ("uap-core spiders", 95.5),
+        ("crawler-user-agents", 96.8),
+        ("isbot crawlers", 77.0),
+        ("uap-core spiders", 95.8),
     ] {
         assert!(rate(name) >= floor, "{name}: {:.1}% < {floor}%", rate(name));
     }

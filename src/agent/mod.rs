@@ -409,8 +409,13 @@ pub struct Classifier {
     /// The tokens, then the [`marks`]: one scan tells whether a header holds anything that
     /// could name a crawler ([`Classifier::plainly_a_person`]), and finds its whole tokens.
     gate: AhoCorasick,
-    /// The crawler words ([`vocabulary::CRAWLER_WORDS`]), found overlapping.
+    /// The crawler words ([`vocabulary::CRAWLER_WORDS`]), found overlapping: the site's
+    /// tokens' reading scans for them, and the gate's reading where its scan may hide one.
     words: AhoCorasick,
+    /// For each pattern of the gate, whether it is a crawler word (a mark, or a token written
+    /// as one: equal matches are reported once) and whether a match of it may hide one
+    /// ([`may_hide_a_word`]).
+    word_roles: Vec<(bool, bool)>,
 }
 
 /// The marks a header must hold somewhere for the reader to find a crawler signal in it:
@@ -435,11 +440,47 @@ fn has_byte_marks(header: &[u8]) -> bool {
         || memchr::memchr_iter(b'.', header).any(|at| before(at, u8::is_ascii_alphabetic))
 }
 
-/// What the gate's scan of a header found: whether nothing in it could name a crawler, and
-/// every whole-run token match (pattern, start, end), in order.
+/// What the gate's scan of a header found: whether nothing in it could name a crawler,
+/// every whole-run token match (pattern, start, end), in order, and where crawler words stand
+/// or may stand, so that the reading needs no scan of its own.
 struct Gate {
     plain: bool,
     tokens: SmallVec<[(usize, usize, usize); 8]>,
+    /// The crawler words the scan found (start, end).
+    words: SmallVec<[(usize, usize); 4]>,
+    /// The matches that may hide one (start, end): where matches overlap, a leftmost-longest
+    /// scan reports only one of them ([`may_hide_a_word`]).
+    hiding: SmallVec<[(usize, usize); 4]>,
+}
+
+/// Whether a leftmost-longest match of `pattern` (lower-cased) may hide a crawler word from
+/// the scan, so that the words must be looked for again where it stands: a word starts inside
+/// it after its first byte (`bot` in `googlebot`), or at its first byte and is shorter (`crawl`
+/// in `crawler`), or starts inside it and runs on past its end (`robot` after `monitor` in
+/// `monitorobot`). A word starting at the same byte and longer would have been the match; any
+/// other word is the scan's own match, since no match that overlaps it starts before it.
+fn may_hide_a_word(pattern: &str) -> bool {
+    let pattern = pattern.as_bytes();
+    (0..pattern.len()).any(|at| {
+        let rest = &pattern[at..];
+        vocabulary::CRAWLER_WORDS.iter().any(|word| {
+            let word = word.as_bytes();
+            if at == 0 {
+                word.len() < pattern.len() && rest.starts_with(word)
+            } else {
+                rest.starts_with(word) || word.starts_with(rest)
+            }
+        })
+    })
+}
+
+/// Where a reading finds the crawler words of a header.
+#[derive(Clone, Copy)]
+enum Words<'a> {
+    /// By a scan of its own, from the first stretch that names the client to the last.
+    Scan,
+    /// Where the gate's scan found them, and again only where it may have hidden one.
+    Gate(&'a Gate),
 }
 
 /// Whether a `khtml` at `header[at..]` opens exactly `KHTML, like Gecko)`: an engine comment
@@ -548,6 +589,13 @@ impl Classifier {
             .map(|agent| agent.token.to_ascii_lowercase())
             .collect();
         let gate: Vec<String> = tokens.iter().cloned().chain(marks()).collect();
+        let word_roles = gate
+            .iter()
+            .map(|pattern| {
+                let word = vocabulary::CRAWLER_WORDS.contains(&pattern.as_str());
+                (word, may_hide_a_word(pattern))
+            })
+            .collect();
         let words: Vec<String> = vocabulary::CRAWLER_WORDS
             .iter()
             .map(|w| (*w).to_owned())
@@ -556,6 +604,7 @@ impl Classifier {
             automaton: build(MatchKind::LeftmostLongest, &tokens)?,
             words: build(MatchKind::Standard, &words)?,
             gate: build(MatchKind::LeftmostLongest, &gate)?,
+            word_roles,
             agents: unique,
         })
     }
@@ -595,7 +644,12 @@ impl Classifier {
         if gate.plain {
             return Classified::PERSON;
         }
-        self.decide(user_agent, &grammar::read(user_agent), &gate.tokens)
+        self.decide(
+            user_agent,
+            &grammar::read(user_agent),
+            &gate.tokens,
+            Words::Gate(&gate),
+        )
     }
 
     /// [`Classifier::read`], and the reading when the header was read, for another classifier of
@@ -607,7 +661,7 @@ impl Classifier {
         }
         let reading = grammar::read(user_agent);
         (
-            self.decide(user_agent, &reading, &gate.tokens),
+            self.decide(user_agent, &reading, &gate.tokens, Words::Gate(&gate)),
             Some(reading),
         )
     }
@@ -618,9 +672,18 @@ impl Classifier {
         let mut gate = Gate {
             plain: true,
             tokens: SmallVec::new(),
+            words: SmallVec::new(),
+            hiding: SmallVec::new(),
         };
         for found in self.gate.find_iter(user_agent) {
             let (start, end, pattern) = (found.start(), found.end(), found.pattern().as_usize());
+            let (word, hides) = self.word_roles.get(pattern).copied().unwrap_or_default();
+            if word {
+                gate.words.push((start, end));
+            }
+            if hides {
+                gate.hiding.push((start, end));
+            }
             match self.agents.get(pattern) {
                 Some(agent) => {
                     let whole = is_whole(user_agent, start, end);
@@ -628,7 +691,7 @@ impl Classifier {
                         gate.tokens.push((pattern, start, end));
                     }
                     let never = matches!(agent.matching, Matching::Never | Matching::PersonsApp);
-                    gate.plain &= whole && never;
+                    gate.plain &= whole && never && !word;
                 }
                 None => {
                     gate.plain &= pattern == agents && plain_engine_comment(user_agent, start);
@@ -657,7 +720,7 @@ impl Classifier {
             .map(|found| (found.pattern().as_usize(), found.start(), found.end()))
             .filter(|&(_, start, end)| is_whole(user_agent, start, end))
             .collect();
-        self.decide(user_agent, reading, &tokens)
+        self.decide(user_agent, reading, &tokens, Words::Scan)
     }
 
     /// The classification of a read header whose whole-run token matches are `tokens`.
@@ -666,6 +729,7 @@ impl Classifier {
         user_agent: &[u8],
         reading: &grammar::Reading,
         tokens: &[(usize, usize, usize)],
+        words: Words,
     ) -> Classified {
         let spans = &reading.spans;
         // (row, name length, place) of the longest name that counts without a signal, and of
@@ -720,7 +784,7 @@ impl Classifier {
         let signal_matters = best.is_none()
             || best_with_signal
                 .is_some_and(|(_, own, _)| best.is_some_and(|(_, len, _)| own > len));
-        if signal_matters && self.has_word(user_agent, spans) {
+        if signal_matters && self.has_word(user_agent, spans, words) {
             signals.add(Signal::Word);
         }
         let signal = signals.first();
@@ -742,23 +806,47 @@ impl Classifier {
         }
     }
 
-    /// Whether a crawler word stands in one of the stretches that name the client: one
-    /// overlapping scan from the first stretch to the last, whose matches come in the order
-    /// they end (the stretches are disjoint and in order).
-    fn has_word(&self, header: &[u8], spans: &[grammar::Span]) -> bool {
-        let (Some(first), Some(last)) = (spans.first(), spans.last()) else {
-            return false;
+    /// Whether a crawler word stands in one of the stretches that name the client (disjoint, in
+    /// order). By a scan of its own: one overlapping scan from the first stretch to the last.
+    /// From the gate: the words its scan found, and an overlapping scan of each match that may
+    /// have hidden one, from its start to where a word starting inside it would end; each byte
+    /// is then looked at a bounded number of times, whatever the header holds.
+    fn has_word(&self, header: &[u8], spans: &[grammar::Span], words: Words) -> bool {
+        let counts = |start: usize, end: usize| {
+            let at = spans.partition_point(|span| span.end < end);
+            spans.get(at).is_some_and(|span| span.start <= start) && word_counts(header, start, end)
         };
-        let mut at = 0;
-        self.words
-            .find_overlapping_iter(&header[first.start..last.end])
-            .any(|found| {
-                let (start, end) = (first.start + found.start(), first.start + found.end());
-                while spans.get(at).is_some_and(|span| span.end < end) {
-                    at += 1;
+        let gate = match words {
+            Words::Gate(gate) => gate,
+            Words::Scan => {
+                let (Some(first), Some(last)) = (spans.first(), spans.last()) else {
+                    return false;
+                };
+                return self
+                    .words
+                    .find_overlapping_iter(&header[first.start..last.end])
+                    .any(|found| counts(first.start + found.start(), first.start + found.end()));
+            }
+        };
+        let longest = vocabulary::CRAWLER_WORDS
+            .iter()
+            .map(|w| w.len())
+            .max()
+            .unwrap_or(0);
+        gate.words.iter().any(|&(start, end)| counts(start, end))
+            || gate.hiding.iter().any(|&(start, end)| {
+                let stop = (end + longest).min(header.len());
+                // Only where a stretch lies.
+                let at = spans.partition_point(|span| span.end <= start);
+                if spans.get(at).is_none_or(|span| span.start >= stop) {
+                    return false;
                 }
-                spans.get(at).is_some_and(|span| span.start <= start)
-                    && word_counts(header, start, end)
+                self.words
+                    .find_overlapping_iter(&header[start..stop])
+                    .any(|found| {
+                        let (from, to) = (start + found.start(), start + found.end());
+                        from < end && counts(from, to)
+                    })
             })
     }
 }

@@ -315,30 +315,51 @@ impl Kinds {
 const MAX_WORD: usize = 24;
 
 /// Every listed word, lower-cased, with its kinds: one hash lookup tells all (headers are read
-/// on every request a worker's memo has not seen, and a product is looked up once).
-static TABLE: std::sync::LazyLock<HashMap<&'static [u8], Kinds, FixedState>> =
-    std::sync::LazyLock::new(|| {
-        let mut table = HashMap::with_hasher(FixedState::with_seed(0x766f_6361_6275_6c61));
-        for (list, kind) in [
-            (PLATFORM_WORDS, Kinds::PLATFORM),
-            (ENGINES, Kinds::ENGINE),
-            (ENGINES_WITH_COMMENT, Kinds::ENGINE_COMMENT),
-            (APP_SHELLS, Kinds::APP_SHELL),
-            (COMPATIBLE_BROWSERS, Kinds::COMPATIBLE_BROWSER),
-            (TLDS, Kinds::TLD),
-            (REVERSED_DOMAIN_STARTS, Kinds::REVERSED),
-        ] {
-            for word in list {
-                let kinds: &mut Kinds = table.entry(word.as_bytes()).or_default();
-                kinds.0 |= kind;
+/// on every request a worker's memo has not seen, and a product is looked up once); and a bit
+/// per (length, first letter) of the listed words, which answers most words that are on no
+/// list (`Mozilla`, `Chrome`, `Safari`) without hashing them.
+struct Table {
+    kinds: HashMap<&'static [u8], Kinds, FixedState>,
+    filter: [u32; MAX_WORD + 1],
+}
+
+fn first_letter_bit(byte: u8) -> u32 {
+    1 << (byte.to_ascii_lowercase() & 31)
+}
+
+static TABLE: std::sync::LazyLock<Table> = std::sync::LazyLock::new(|| {
+    let mut table = Table {
+        kinds: HashMap::with_hasher(FixedState::with_seed(0x766f_6361_6275_6c61)),
+        filter: [0; MAX_WORD + 1],
+    };
+    for (list, kind) in [
+        (PLATFORM_WORDS, Kinds::PLATFORM),
+        (ENGINES, Kinds::ENGINE),
+        (ENGINES_WITH_COMMENT, Kinds::ENGINE_COMMENT),
+        (APP_SHELLS, Kinds::APP_SHELL),
+        (COMPATIBLE_BROWSERS, Kinds::COMPATIBLE_BROWSER),
+        (TLDS, Kinds::TLD),
+        (REVERSED_DOMAIN_STARTS, Kinds::REVERSED),
+    ] {
+        for word in list {
+            let kinds: &mut Kinds = table.kinds.entry(word.as_bytes()).or_default();
+            kinds.0 |= kind;
+            if let Some(bits) = table.filter.get_mut(word.len()) {
+                *bits |= first_letter_bit(word.as_bytes()[0]);
             }
         }
-        table
-    });
+    }
+    table
+});
 
 /// What `word` is (case-insensitively), among the lists.
 pub fn kinds(word: &[u8]) -> Kinds {
-    if word.is_empty() || word.len() > MAX_WORD {
+    let table = &*TABLE;
+    let listed = match (word.first(), table.filter.get(word.len())) {
+        (Some(&first), Some(bits)) => bits & first_letter_bit(first) != 0,
+        _ => false,
+    };
+    if !listed {
         return Kinds::default();
     }
     let mut buf = [0u8; MAX_WORD];
@@ -346,7 +367,7 @@ pub fn kinds(word: &[u8]) -> Kinds {
     for (o, b) in lower.iter_mut().zip(word) {
         *o = b.to_ascii_lowercase();
     }
-    TABLE.get(&*lower).copied().unwrap_or_default()
+    table.kinds.get(&*lower).copied().unwrap_or_default()
 }
 
 /// Whether `word` starts a platform comment ([`PLATFORM_WORDS`]).
