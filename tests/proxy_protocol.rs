@@ -64,6 +64,16 @@ fn haproxy(routes: &[(u16, u16, &str)]) -> HaProxy {
     HaProxy { child, _dir: dir }
 }
 
+/// Waits until the listeners of the PROXY-protocol service (started beside the one
+/// `ProxyBuilder` waits for) take connections.
+fn wait_listening(ports: &[u16]) {
+    for port in ports {
+        wait_for("the PROXY protocol listener", || {
+            TcpStream::connect(("127.0.0.1", *port)).ok().map(drop)
+        });
+    }
+}
+
 /// A client that connects from [`CLIENT`].
 fn from_client(ca: Option<&str>) -> reqwest::blocking::Client {
     let mut builder = reqwest::blocking::Client::builder()
@@ -106,6 +116,7 @@ fn behind_haproxy_the_client_is_the_one_haproxy_names_over_plain_and_tls() {
         .file("lb.crt", cert)
         .file("lb.key", key)
         .start();
+    wait_listening(&[plain, tls, v1]);
     let (front_plain, front_tls, front_v1) = (free_port(), free_port(), free_port());
     let _haproxy = haproxy(&[
         (front_plain, plain, "send-proxy-v2"),
@@ -190,6 +201,7 @@ fn a_listener_that_expects_the_header_closes_a_connection_without_it_or_from_the
     let proxy = ProxyBuilder::new(&template)
         .file("robots.txt", "User-agent: *\nDisallow: /private/\n")
         .start();
+    wait_listening(&[expects]);
     // Plain HTTP where a PROXY header belongs, from the trusted balancer: closed, unanswered.
     let request = b"GET / HTTP/1.1\r\nHost: shop\r\nUser-Agent: curl/8\r\n\r\n";
     assert_eq!(exchange("127.0.0.1", expects, request), b"");
