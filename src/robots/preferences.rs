@@ -45,7 +45,7 @@
 //! that state it, ranked by length and then `n` before `y`, so that a file of thousands of
 //! preference lines costs a query what a group of thousands of rules does.
 
-use super::matcher::{Found, GroupMatcher};
+use super::matcher::{Budget, Found, GroupMatcher};
 use super::parse::{Rule, RuleKind};
 use super::pattern::{Key, Prepared};
 use super::problem::{Problem, ProblemKind};
@@ -637,11 +637,18 @@ impl PreferenceMatcher {
         any.then_some(matcher)
     }
 
-    /// The best rule stating `usage` for `path` (normalised) that ranks above `floor`.
-    pub fn decide(&self, usage: Usage, path: &[u8], floor: Option<Key>) -> Option<Found> {
+    /// The best rule stating `usage` for `path` (normalised) that ranks above `floor`, its work
+    /// paid from `budget`.
+    pub fn decide(
+        &self,
+        usage: Usage,
+        path: &[u8],
+        floor: Option<Key>,
+        budget: &mut Budget,
+    ) -> Option<Found> {
         self.by_usage[usage.index()]
             .as_ref()
-            .and_then(|matcher| matcher.decide(path, floor))
+            .and_then(|matcher| matcher.decide(path, floor, budget))
     }
 }
 
