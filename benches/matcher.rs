@@ -188,6 +188,14 @@ fn bench_case(c: &mut Criterion, case: &Case) {
                 b.iter(|| ours.check(agent, black_box(&path)).allowed)
             });
         }
+        // The random path stretched to the longest path judged, and to the request-header limit
+        // (which is over the work budget at once).
+        for (id, len) in STRETCHED {
+            let path = stretched(long, len);
+            group.bench_function(id, |b| {
+                b.iter(|| ours.check(agent, black_box(&path)).allowed)
+            });
+        }
         group.throughput(Throughput::Elements(queries));
     }
     let theirs: Vec<texting_robots::Robot> = case
@@ -209,6 +217,26 @@ fn bench_case(c: &mut Criterion, case: &Case) {
         });
     }
     group.finish();
+}
+
+/// pingora's limit on a request's header, request line included (`MAX_HEADER_SIZE`): the
+/// longest path a crawler can send, less room for the rest of the request.
+const HEADER_LIMIT: usize = (1 << 20) - 1024;
+
+/// The long paths made of the random one: at the longest path judged, and at the header limit.
+const STRETCHED: [(&str, usize); 2] = [
+    (
+        "long-path/judged-limit/crawlgate",
+        crawlgate::robots::MAX_JUDGED_PATH,
+    ),
+    ("long-path/header-limit/crawlgate", HEADER_LIMIT),
+];
+
+/// `path` repeated to `len` octets (the shapes' long paths are ASCII).
+fn stretched(path: &str, len: usize) -> String {
+    let mut long = path.repeat(len / path.len() + 1);
+    long.truncate(len);
+    long
 }
 
 /// Peak and retained bytes allocated while compiling `text`.
@@ -288,7 +316,7 @@ fn print_table(cases: &[Case], filter: &[String]) {
     let crafted = shapes::crafted_long_paths();
     let names: Vec<&str> = crafted.iter().map(|(name, _)| *name).collect();
     println!(
-        "\n16 KiB paths, µs per query (crawlgate, every form):\n\n| file | random | {} | worst | texting_robots, random |\n|---|---|{}---|---|",
+        "\n16 KiB paths, µs per query (crawlgate, every form):\n\n| file | random | {} | worst | texting_robots, random | random at 32 KiB | at the header limit |\n|---|---|{}---|---|---|---|",
         names.join(" | "),
         "---|".repeat(names.len())
     );
@@ -312,12 +340,20 @@ fn print_table(cases: &[Case], filter: &[String]) {
             .iter()
             .map(|ns| ns.map_or("—".to_owned(), |ns| format!("{:.1}", ns / 1000.0)))
             .collect();
+        let stretched: Vec<String> = STRETCHED
+            .iter()
+            .map(|(id, _)| {
+                estimate(&case.name, id)
+                    .map_or("—".to_owned(), |ns| format!("{:.1}", ns / 1000.0))
+            })
+            .collect();
         println!(
-            "| {} | {:.1} | {} | {:.1} | {theirs} |",
+            "| {} | {:.1} | {} | {:.1} | {theirs} | {} |",
             case.name,
             ours / 1000.0,
             cells.join(" | "),
-            worst / 1000.0
+            worst / 1000.0,
+            stretched.join(" | ")
         );
     }
 }
