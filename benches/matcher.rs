@@ -6,7 +6,9 @@
 //! allocator), and query time — 3 agents (the two named by most rules of the file, and one that
 //! only `*` applies to) × the file's paths (4,000 made from its own rules), and for the shapes
 //! 16 KiB paths on their own: a random one over the shape's alphabet, and the paths of
-//! `shapes::crafted_long_paths` shaped against the path's handling (crawlgate only). Both engines
+//! `shapes::crafted_long_paths` shaped against the path's handling (crawlgate only), and the random
+//! one stretched to the longest path judged (`MAX_JUDGED_PATH`, 32 KiB) and to pingora's
+//! request-header limit (1 MiB, over the work budget at once; crawlgate only). Both engines
 //! get the same bytes: files over the parse limit (512 KiB) are cut at the last line end within
 //! it, as crawlgate reads them. crawlgate is asked exactly as the RFC reads
 //! a path (`check_exact`, one form, like texting_robots) and as the proxy asks (`check`, every

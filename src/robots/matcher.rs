@@ -27,8 +27,7 @@
 use super::pattern::{Glob, Key, Prepared, Shape};
 use super::problem::{Problem, ProblemKind};
 use super::radix::{same, Radix};
-use aho_corasick::automaton::Automaton;
-use aho_corasick::{Anchored, MatchKind, StartKind};
+use aho_corasick::{AhoCorasick, MatchKind};
 use memchr::memmem::Finder;
 use smallvec::SmallVec;
 
@@ -134,8 +133,6 @@ struct Literal {
     prefix: Option<u32>,
     /// The best whole-path rule with this body.
     whole: Option<u32>,
-    /// The globs filed under this first piece alone: a range of [`GroupMatcher::lists`].
-    globs: (u32, u32),
 }
 
 /// Globs filed under each piece of an index (the suffixes, or the inner pieces), by first piece.
@@ -182,23 +179,14 @@ impl Filed {
     }
 
     /// Calls `push(start, end)` for the lists filed under `piece` whose first piece starts the
-    /// path (is in `keys`, sorted): the shorter of the two lists is gone through, and each of its
-    /// entries looked for in the other.
+    /// path (is in `keys`: a path starts with a few first pieces, a piece may be filed under
+    /// hundreds).
     fn under(&self, piece: usize, keys: &[u32], mut push: impl FnMut(u32, u32)) {
         let (filed, ranges) = self.of(piece);
-        if filed.len() <= keys.len() {
-            for (first, &(start, end)) in filed.iter().zip(ranges) {
-                if keys.binary_search(first).is_ok() {
-                    push(start, end);
-                }
-            }
-        } else {
-            for &key in keys {
-                if let Some(&(start, end)) =
-                    filed.binary_search(&key).ok().and_then(|at| ranges.get(at))
-                {
-                    push(start, end);
-                }
+        for key in keys {
+            if let Some(&(start, end)) = filed.binary_search(key).ok().and_then(|at| ranges.get(at))
+            {
+                push(start, end);
             }
         }
     }
@@ -213,66 +201,6 @@ impl Filed {
             self.firsts.get(span.clone()).unwrap_or_default(),
             self.ranges.get(span).unwrap_or_default(),
         )
-    }
-}
-
-/// The automaton over a group's inner pieces, walked octet by octet: a DFA when it is small
-/// enough, else a contiguous NFA.
-#[derive(Debug)]
-enum PieceAutomaton {
-    Dfa(aho_corasick::dfa::DFA),
-    Nfa(aho_corasick::nfa::contiguous::NFA),
-}
-
-/// The largest DFA over inner pieces; past it, the NFA (slower per octet, far smaller).
-const MAX_PIECE_DFA_BYTES: usize = 4 << 20;
-
-impl PieceAutomaton {
-    fn build(pieces: &[&[u8]]) -> Option<PieceAutomaton> {
-        // A DFA has at most one state per octet of the pieces, each a row of up to 256
-        // transitions: try it only when that bound fits, so that a large one is never built.
-        let octets: usize = pieces.iter().map(|piece| piece.len()).sum();
-        if octets.saturating_mul(256 * 4) <= MAX_PIECE_DFA_BYTES {
-            let dfa = aho_corasick::dfa::Builder::new()
-                .match_kind(MatchKind::Standard)
-                .start_kind(StartKind::Unanchored)
-                .build(pieces);
-            if let Ok(dfa) = dfa {
-                return Some(PieceAutomaton::Dfa(dfa));
-            }
-        }
-        aho_corasick::nfa::contiguous::Builder::new()
-            .match_kind(MatchKind::Standard)
-            .build(pieces)
-            .ok()
-            .map(PieceAutomaton::Nfa)
-    }
-
-    /// Calls `found(piece)` for each piece that ends at an octet of `haystack`, in order, until
-    /// it answers false.
-    fn scan(&self, haystack: &[u8], found: impl FnMut(usize) -> bool) {
-        match self {
-            PieceAutomaton::Dfa(dfa) => scan(dfa, haystack, found),
-            PieceAutomaton::Nfa(nfa) => scan(nfa, haystack, found),
-        }
-    }
-}
-
-/// The walk of [`PieceAutomaton::scan`]: one transition per octet, and a look at the matches
-/// only in match states (at most [`MAX_SUFFIX_CHAIN`] each, see [`indexed_suffixes`]).
-fn scan<A: Automaton>(automaton: &A, haystack: &[u8], mut found: impl FnMut(usize) -> bool) {
-    let Ok(mut state) = automaton.start_state(Anchored::No) else {
-        return;
-    };
-    for &byte in haystack {
-        state = automaton.next_state(Anchored::No, state, byte);
-        if automaton.is_special(state) && automaton.is_match(state) {
-            for index in 0..automaton.match_len(state) {
-                if !found(automaton.match_pattern(state, index).as_usize()) {
-                    return;
-                }
-            }
-        }
     }
 }
 
@@ -342,8 +270,9 @@ pub(crate) struct GroupMatcher {
     /// Globs' last pieces, reversed; values index `suffix_filed`.
     suffixes: Radix,
     suffix_filed: Filed,
-    /// Globs' inner pieces, and the globs filed under each.
-    pieces: Option<PieceAutomaton>,
+    /// Globs' inner pieces (every occurrence reported, overlapping), and the globs filed under
+    /// each.
+    pieces: Option<AhoCorasick>,
     piece_filed: Filed,
     /// Lists of globs (each sorted, so best first) that the indexes point into.
     lists: Vec<GlobId>,
@@ -359,7 +288,6 @@ pub(crate) struct GroupMatcher {
 /// Which index a glob is found through.
 #[derive(Debug, Clone, Copy)]
 enum Via<'a> {
-    First,
     Last(&'a [u8]),
     Piece(&'a [u8]),
 }
@@ -367,8 +295,7 @@ enum Via<'a> {
 /// The index a glob is found through: the longer of its last piece (when it ends with `$`) and
 /// its best inner piece (counted as the suffix it is indexed by), preferring the last piece on a
 /// tie (a walk back is cheaper than a scan). Either way the glob is also filed under its first
-/// piece, which makes the pair more selective than the first piece alone. Only a glob with
-/// neither (none: `Shape` makes those prefixes) would be found through its first piece.
+/// piece, which makes the pair more selective than the first piece alone.
 fn index_for<'g>(glob: &Glob<'g>, indexed: &HashMap<&'g [u8], &'g [u8]>) -> Via<'g> {
     let piece = glob
         .middle
@@ -380,8 +307,8 @@ fn index_for<'g>(glob: &Glob<'g>, indexed: &HashMap<&'g [u8], &'g [u8]>) -> Via<
     match (glob.last.filter(|last| !last.is_empty()), piece) {
         (Some(last), _) if last.len() >= piece_len => Via::Last(last),
         (_, Some(piece)) => Via::Piece(piece),
-        (Some(last), None) => Via::Last(last),
-        (None, None) => Via::First,
+        // None has neither (`Shape` makes those prefixes): an empty suffix ends every path.
+        (last, None) => Via::Last(last.unwrap_or_default()),
     }
 }
 
@@ -435,7 +362,6 @@ impl GroupMatcher {
 
         // What each string of the prefix tree, each suffix and each piece stands for.
         let mut literals: HashMap<&[u8], Literal> = HashMap::default();
-        let mut via_first: Vec<(&[u8], GlobId)> = Vec::new();
         let mut via_last: Vec<(&[u8], &[u8], GlobId)> = Vec::new();
         let mut via_piece: Vec<(&[u8], &[u8], GlobId)> = Vec::new();
         for (position, shape) in shapes.iter().enumerate() {
@@ -471,7 +397,6 @@ impl GroupMatcher {
                         literals.entry(glob.first).or_default();
                     }
                     match index_for(glob, &indexed) {
-                        Via::First => via_first.push((glob.first, id)),
                         Via::Last(last) => {
                             via_last.push((last, glob.first, id));
                             matcher.best_suffix_glob =
@@ -486,18 +411,10 @@ impl GroupMatcher {
             }
         }
 
-        // The prefix tree; globs found through their first piece are listed under it.
+        // The prefix tree.
         let (strings, string_id) = ids(literals.keys().copied());
-        via_first.sort_unstable();
         for string in &strings {
-            let mut literal = literals.get(string).copied().unwrap_or_default();
-            let start = matcher.lists.len() as u32;
-            let from = via_first.partition_point(|(first, _)| first < string);
-            let listed = via_first[from..]
-                .iter()
-                .take_while(|(first, _)| first == string);
-            matcher.lists.extend(listed.map(|&(_, id)| id));
-            literal.globs = (start, matcher.lists.len() as u32);
+            let literal = literals.get(string).copied().unwrap_or_default();
             matcher.literals.push(literal);
         }
         let first_of = |first: &[u8]| string_id.get(first).copied().unwrap_or(ANY_FIRST);
@@ -535,9 +452,13 @@ impl GroupMatcher {
         matcher.strings = tree;
         matcher.suffixes = suffix_tree;
         if !pieces.is_empty() {
-            match PieceAutomaton::build(&pieces) {
-                Some(automaton) => matcher.pieces = Some(automaton),
-                None => return matcher.unbuildable(&rules, problems),
+            // aho-corasick picks a DFA when the pieces are few, else an NFA.
+            match AhoCorasick::builder()
+                .match_kind(MatchKind::Standard)
+                .build(&pieces)
+            {
+                Ok(automaton) => matcher.pieces = Some(automaton),
+                Err(_) => return matcher.unbuildable(&rules, problems),
             }
         }
         matcher
@@ -592,17 +513,9 @@ impl GroupMatcher {
             return self.found(bound, limit);
         }
         let mut candidates = Candidates::new();
-        for &first in &firsts {
-            if let Some(literal) = self.literals.get(first as usize) {
-                candidates.push(literal.globs);
-            }
-        }
         let suffixes = self.beats(self.best_suffix_glob, bound);
         let pieces = self.beats(self.best_piece_glob, bound);
-        if suffixes || pieces {
-            firsts.sort_unstable();
-            firsts.push(ANY_FIRST);
-        }
+        firsts.push(ANY_FIRST);
         if suffixes {
             let walked = self.suffixes.walk_back(path, |value, _| {
                 self.suffix_filed
@@ -621,7 +534,8 @@ impl GroupMatcher {
             let total = self.piece_filed.spans.len();
             let mut seen: SmallVec<[u64; 8]> = smallvec::smallvec![0; total.div_ceil(64)];
             let mut count = 0;
-            automaton.scan(path, |piece| {
+            for found in automaton.find_overlapping_iter(path) {
+                let piece = found.pattern().as_usize();
                 let (word, bit) = (piece / 64, 1u64 << (piece % 64));
                 if let Some(w) = seen.get_mut(word).filter(|w| **w & bit == 0) {
                     *w |= bit;
@@ -631,8 +545,10 @@ impl GroupMatcher {
                     });
                 }
                 // Once every piece has been seen, the rest of the path cannot add a glob.
-                count < total
-            });
+                if count == total {
+                    break;
+                }
+            }
             if !budget.spend(candidates.len()) {
                 return None;
             }

@@ -443,7 +443,8 @@ impl Robots {
     /// decide with it.
     pub fn check_selected(&self, selected: Selected, url: &str) -> Verdict<'_> {
         if url.len() > MAX_JUDGED_PATH {
-            return Verdict::over_budget(selected, Form::AsSent);
+            // Not read: over the budget, unless no group applies.
+            return self.judge(selected, url.as_bytes(), Form::AsSent, &mut Budget::new(0));
         }
         let raw = path::path_and_query(url);
         self.check_normalized(selected, &path::normalize(raw.as_bytes()))
@@ -471,7 +472,7 @@ impl Robots {
     pub fn check_exact(&self, agent: &str, url: &str) -> Verdict<'_> {
         let selected = self.select(&[agent], true);
         if url.len() > MAX_JUDGED_PATH {
-            return Verdict::over_budget(selected, Form::AsSent);
+            return self.judge(selected, url.as_bytes(), Form::AsSent, &mut Budget::new(0));
         }
         let raw = path::path_and_query(url);
         let normal = path::normalize(raw.as_bytes());
@@ -976,6 +977,42 @@ mod tests {
             let path = format!("/{}/b/c/.?q", "a".repeat(filler));
             assert!(robots.check("x", &path).allowed, "{filler}");
         }
+    }
+
+    /// A path longer than the longest judged, or one whose judging needs more work than a query
+    /// may do, is disallowed by no rule, whatever the rules say; short of both, it is judged.
+    #[test]
+    fn queries_over_the_work_budget_are_disallowed() {
+        let over = |verdict: Verdict<'_>| {
+            (verdict.allowed, verdict.reason, verdict.rule.is_none())
+                == (false, Reason::OverBudget, true)
+        };
+        let robots = compile("user-agent: *\nallow: /\n");
+        let long = format!("/{}", "a".repeat(MAX_JUDGED_PATH));
+        assert!(over(robots.check("x", &long)));
+        assert!(over(robots.check_exact("x", &long)));
+        assert!(robots.check("x", &long[..MAX_JUDGED_PATH]).allowed);
+        // No group: nothing to judge, nothing to pay.
+        assert!(
+            compile("user-agent: a\ndisallow: /\n")
+                .check("x", &long)
+                .allowed
+        );
+        // Each glob is found through a piece the path holds near its start, and reads the
+        // rest of the path for a `q` it lacks.
+        let pieces: Vec<String> = (0..100).map(|i| format!("piece-{i:03}-")).collect();
+        let path = format!("/{}{}", pieces.concat(), "a".repeat(30_000));
+        assert!(path.len() <= MAX_JUDGED_PATH);
+        let mut text = String::from("user-agent: *\nallow: /\n");
+        for piece in &pieces {
+            text.push_str(&format!("disallow: /*{piece}*q\n"));
+        }
+        let robots = compile(&text);
+        assert!(over(robots.check("x", &path)));
+        assert!(robots.preference("x", &path).is_unknown());
+        let few = compile("user-agent: *\nallow: /\ndisallow: /*piece-007-*q\n");
+        let verdict = few.check("x", &path);
+        assert_eq!((verdict.allowed, verdict.reason), (true, Reason::Rule));
     }
 
     #[test]

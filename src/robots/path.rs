@@ -126,37 +126,13 @@ const fn special_octets(side: Side) -> [bool; 256] {
 const PATH_SPECIAL: [bool; 256] = special_octets(Side::Path);
 const PATTERN_SPECIAL: [bool; 256] = special_octets(Side::Pattern);
 
-/// Per octet: whether its escape is decoded (written raw) in the path, or in the query.
-const fn decoded_raw(in_query: bool) -> [bool; 256] {
-    let mut table = [false; 256];
-    let mut byte = 0;
-    while byte < 256 {
-        table[byte] = is_unreserved(byte as u8) || is_plain_reserved(byte as u8, in_query);
-        byte += 1;
-    }
-    table
-}
-
-/// Per octet: its value as a hex digit, or 16 when it is not one.
-const HEX_DIGITS: [u8; 256] = {
-    let mut table = [16; 256];
-    let mut byte = 0;
-    while byte < 256 {
-        if let Some(value) = hex_value(byte as u8) {
-            table[byte] = value;
-        }
-        byte += 1;
-    }
-    table
-};
-
 /// [`normalize`] or [`normalize_pattern`]: nothing is written until an octet changes, so a
 /// path already normal is borrowed; from there on each octet is written as what it becomes
-/// (itself, or its escape, from a table), runs of plain octets copied whole.
+/// ([`translation`]), runs of plain octets copied whole.
 fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
-    let (special, translations) = match side {
-        Side::Path => (&PATH_SPECIAL, &PATH_TRANSLATIONS),
-        Side::Pattern => (&PATTERN_SPECIAL, &PATTERN_TRANSLATIONS),
+    let special = match side {
+        Side::Path => &PATH_SPECIAL,
+        Side::Pattern => &PATTERN_SPECIAL,
     };
     // An escape after the query's `?` is read as the query's.
     let query = memchr::memchr(b'?', bytes).unwrap_or(bytes.len());
@@ -174,16 +150,11 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
             out.extend_from_slice(&bytes[at..at + plain]);
         }
         at += plain;
-        let Some(&octet) = bytes.get(at).filter(|_| at < end) else {
+        if at >= end {
             break;
-        };
-        let (translation, len) = if octet == b'%' {
-            escape_translation(bytes, at, at > query)
-        } else {
-            (translations[usize::from(octet)], 1)
-        };
-        let [first, second, third, written] = translation.to_le_bytes();
-        let written = &[first, second, third][..usize::from(written)];
+        }
+        let (octets, written, len) = translation(bytes, at, at > query);
+        let written = &octets[..written];
         match out.as_mut() {
             Some(out) => out.extend_from_slice(written),
             None if bytes.get(at..at + len) == Some(written) => {}
@@ -208,80 +179,34 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
     }
 }
 
-/// What [`normalize_side`] writes for the `%` at `at`, and how many octets it stands for: an
-/// escape's translation from a table by its value ([`escape_translations`]), or the `%` alone
-/// when no two hex digits follow it (an invalid escape is kept as it is).
-fn escape_translation(bytes: &[u8], at: usize, in_query: bool) -> (Translation, usize) {
-    let (high, low) = match bytes.get(at + 1..at + 3) {
-        Some(&[high, low]) => (HEX_DIGITS[usize::from(high)], HEX_DIGITS[usize::from(low)]),
-        _ => (16, 16),
+/// What the special octet at `at` is written as (up to three octets: the array, and how many
+/// of it), and how many octets it stands for. An escape is decoded when it stands for an
+/// unreserved or plain reserved octet, else written with upper-case hex digits; a `%` with no
+/// two hex digits after it is kept as it is; `?` stays; every other special octet is escaped.
+fn translation(bytes: &[u8], at: usize, in_query: bool) -> ([u8; 3], usize, usize) {
+    let escape = |octet: u8| {
+        let hex = |digit: u8| UPPER_HEX[usize::from(digit & 0x0F)];
+        [b'%', hex(octet >> 4), hex(octet)]
     };
-    if (high | low) >= 16 {
-        return (u32::from(b'%') | 1 << 24, 1);
+    match bytes.get(at..at + 3) {
+        _ if bytes.get(at) == Some(&b'?') => ([b'?', 0, 0], 1, 1),
+        Some(&[b'%', high, low]) => match hex_value(high).zip(hex_value(low)) {
+            Some((high, low)) => {
+                let value = high << 4 | low;
+                if is_unreserved(value) || is_plain_reserved(value, in_query) {
+                    ([value, 0, 0], 1, 3)
+                } else {
+                    (escape(value), 3, 3)
+                }
+            }
+            None => ([b'%', 0, 0], 1, 1),
+        },
+        _ => match bytes.get(at) {
+            Some(&b'%') | None => ([b'%', 0, 0], 1, 1),
+            Some(&octet) => (escape(octet), 3, 1),
+        },
     }
-    let table = if in_query {
-        &QUERY_ESCAPES
-    } else {
-        &PATH_ESCAPES
-    };
-    (table[usize::from(high << 4 | low)], 3)
 }
-
-/// Per value of an escape: what the escape is written as, the octet itself when its escape is
-/// decoded ([`decoded_raw`]) or else its escape with upper-case hex digits, in the path or in
-/// the query. An escape already in that form is written as it is.
-const fn escape_translations(in_query: bool) -> [Translation; 256] {
-    let raw = decoded_raw(in_query);
-    let mut table = [0; 256];
-    let mut value = 0;
-    while value < 256 {
-        table[value] = if raw[value] {
-            value as u32 | 1 << 24
-        } else {
-            escape_of(value as u8)
-        };
-        value += 1;
-    }
-    table
-}
-
-const PATH_ESCAPES: [Translation; 256] = escape_translations(false);
-const QUERY_ESCAPES: [Translation; 256] = escape_translations(true);
-
-/// What [`normalize_side`] writes for an octet: up to three octets in the low three bytes (in
-/// order, little-endian), and how many in the fourth, so that writing it is one store.
-type Translation = u32;
-
-/// The escape of `octet`, as a [`Translation`].
-const fn escape_of(octet: u8) -> Translation {
-    u32::from_le_bytes([
-        b'%',
-        UPPER_HEX[(octet >> 4) as usize],
-        UPPER_HEX[(octet & 0x0F) as usize],
-        3,
-    ])
-}
-
-/// Per octet other than `%`: what it is written as on `side`, itself or its escape (a path's `*`
-/// and `$`, and octets that never appear raw in a URI; a pattern's final `$` is handled apart).
-const fn translations(side: Side) -> [Translation; 256] {
-    let special = special_octets(side);
-    let mut table = [0; 256];
-    let mut byte = 0;
-    while byte < 256 {
-        let b = byte as u8;
-        table[byte] = if special[byte] && b != b'?' && b != b'%' {
-            escape_of(b)
-        } else {
-            b as u32 | 1 << 24
-        };
-        byte += 1;
-    }
-    table
-}
-
-const PATH_TRANSLATIONS: [Translation; 256] = translations(Side::Path);
-const PATTERN_TRANSLATIONS: [Translation; 256] = translations(Side::Pattern);
 
 /// Normalises a request's path (and query) for comparison (see the module documentation).
 pub fn normalize(bytes: &[u8]) -> Cow<'_, [u8]> {
