@@ -112,8 +112,13 @@ impl CompiledGlob {
                 return false;
             };
             let rest = path.get(at..end).unwrap_or_default();
-            let found = finder.find(rest);
-            let read = found.map_or(rest.len(), |found| found + finder.needle().len());
+            let needle = finder.needle();
+            // On a short stretch the searcher's set-up costs more than looking octet by octet.
+            let found = match rest.len() {
+                0..=64 => rest.windows(needle.len()).position(|at| same(at, needle)),
+                _ => finder.find(rest),
+            };
+            let read = found.map_or(rest.len(), |found| found + needle.len());
             if !budget.spend(read) {
                 return false;
             }
@@ -201,13 +206,6 @@ impl Filed {
             self.firsts.get(span.clone()).unwrap_or_default(),
             self.ranges.get(span).unwrap_or_default(),
         )
-    }
-}
-
-fn min_option(a: Option<u32>, b: Option<u32>) -> Option<u32> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     }
 }
 
@@ -368,15 +366,17 @@ impl GroupMatcher {
             let position = position as u32;
             match shape {
                 Shape::Prefix([]) => {
-                    matcher.always = min_option(matcher.always, Some(position));
+                    matcher.always =
+                        Some(matcher.always.map_or(position, |best| best.min(position)));
                 }
                 Shape::Prefix(body) => {
                     let literal = literals.entry(body).or_default();
-                    literal.prefix = min_option(literal.prefix, Some(position));
+                    literal.prefix =
+                        Some(literal.prefix.map_or(position, |best| best.min(position)));
                 }
                 Shape::Whole(body) => {
                     let literal = literals.entry(body).or_default();
-                    literal.whole = min_option(literal.whole, Some(position));
+                    literal.whole = Some(literal.whole.map_or(position, |best| best.min(position)));
                 }
                 Shape::Glob(glob) => {
                     let id = matcher.globs.len() as GlobId;
@@ -400,11 +400,12 @@ impl GroupMatcher {
                         Via::Last(last) => {
                             via_last.push((last, glob.first, id));
                             matcher.best_suffix_glob =
-                                min_option(matcher.best_suffix_glob, Some(id));
+                                Some(matcher.best_suffix_glob.map_or(id, |best| best.min(id)));
                         }
                         Via::Piece(piece) => {
                             via_piece.push((piece, glob.first, id));
-                            matcher.best_piece_glob = min_option(matcher.best_piece_glob, Some(id));
+                            matcher.best_piece_glob =
+                                Some(matcher.best_piece_glob.map_or(id, |best| best.min(id)));
                         }
                     }
                 }
@@ -572,8 +573,8 @@ impl GroupMatcher {
     }
 
     /// The position of the best candidate glob before `bound` that matches `path`. Candidates
-    /// are checked best first, across all their lists (a heap of their heads), and the first that
-    /// matches is the one.
+    /// are checked best first across all their lists, the best head found by a look at each
+    /// (paid from the budget), and the first that matches is the one.
     fn first_matching(
         &self,
         candidates: &mut Candidates,
@@ -581,28 +582,20 @@ impl GroupMatcher {
         bound: u32,
         budget: &mut Budget,
     ) -> Option<u32> {
-        use std::cmp::Reverse;
-        let head = |next: u32, end: u32| {
-            (next < end)
-                .then(|| self.lists.get(next as usize))
-                .flatten()
-                .map(|&id| Reverse((id, next, end)))
-        };
-        let mut heap: std::collections::BinaryHeap<Reverse<(GlobId, u32, u32)>> = candidates
-            .iter()
-            .filter_map(|&(next, end)| head(next, end))
-            .collect();
-        while let Some(Reverse((id, next, end))) = heap.pop() {
+        loop {
+            let heads = candidates.iter_mut().filter(|(next, end)| next < end);
+            let (id, next) = heads
+                .filter_map(|range| Some((*self.lists.get(range.0 as usize)?, range)))
+                .min_by_key(|&(id, _)| id)?;
+            next.0 += 1;
             let glob = self.globs.get(id as usize)?;
-            if glob.position >= bound || !budget.spend(1) {
+            if glob.position >= bound || !budget.spend(candidates.len()) {
                 return None;
             }
             if glob.matches(path, &self.finders, budget) {
                 return Some(glob.position);
             }
-            heap.extend(head(next + 1, end));
         }
-        None
     }
 
     /// Whether the glob `best` would come before `bound`.

@@ -2,12 +2,14 @@
 //!
 //! The data flows one way: bytes → [`parse`] (lines, groups, problems) → [`pattern`] (normalised,
 //! ranked rules, each sorted into a shape) → [`matcher`] (each group compiled once, rule by rule
-//! into the cheapest strategy) → [`Verdict`]. A crawler named by several groups is answered by
+//! into the cheapest strategy) → [`Verdict`]. Every query's work is bounded ([`WORK_BUDGET`]):
+//! one over it is disallowed ([`Reason::OverBudget`]). A crawler named by several groups is answered by
 //! asking each of them in turn for a better rule than the best so far, so that no group is ever
 //! compiled twice, however the file combines its groups.
 //!
 //! A group's content-use preferences (`Content-Usage`, `Content-Signal`) are compiled beside its
-//! rules ([`preferences`]) and asked the same way: [`Robots::preference_selected`].
+//! rules ([`preferences`], `preference_matcher`) and asked the same way:
+//! [`Robots::preference_selected`].
 
 mod matcher;
 pub mod parse;
@@ -958,10 +960,10 @@ mod tests {
         assert!(robots.check("x", "/public/x").allowed);
     }
 
-    /// A long path's resolved form is judged with the octet pairs read of the path as sent, which
-    /// hold every pair of it but for a `/` that resolving writes before the query: a rule that
-    /// needs that pair still matches. The rules missing from the path are enough that its walk is
-    /// cut short by narrowing the pieces down by their pairs.
+    /// A long path's resolved form is judged on its own octets: a rule that needs the `/` that
+    /// resolving writes before the query matches it. (The matcher before the work budget judged
+    /// it with the octet pairs of the path as sent, and this test kept that honest; it still holds
+    /// with the many rules the path lacks.)
     #[test]
     fn resolved_forms_of_long_paths_are_narrowed_down_by_pairs_that_hold_theirs() {
         let mut text = String::from("user-agent: *\ndisallow: /*b/?q\n");
