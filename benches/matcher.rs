@@ -6,7 +6,9 @@
 //! allocator), and query time — 3 agents (the two named by most rules of the file, and one that
 //! only `*` applies to) × the file's paths (4,000 made from its own rules), and for the shapes
 //! 16 KiB paths on their own: a random one over the shape's alphabet, and the paths of
-//! `shapes::crafted_long_paths` shaped against the path's handling (crawlgate only). Both engines
+//! `shapes::crafted_long_paths` shaped against the path's handling (crawlgate only), and the random
+//! one stretched to the longest path judged (`MAX_JUDGED_PATH`, 32 KiB) and to pingora's
+//! request-header limit (1 MiB, over the work budget at once; crawlgate only). Both engines
 //! get the same bytes: files over the parse limit (512 KiB) are cut at the last line end within
 //! it, as crawlgate reads them. crawlgate is asked exactly as the RFC reads
 //! a path (`check_exact`, one form, like texting_robots) and as the proxy asks (`check`, every
@@ -188,6 +190,14 @@ fn bench_case(c: &mut Criterion, case: &Case) {
                 b.iter(|| ours.check(agent, black_box(&path)).allowed)
             });
         }
+        // The random path stretched to the longest path judged, and to the request-header limit
+        // (which is over the work budget at once).
+        for (id, len) in STRETCHED {
+            let path = stretched(long, len);
+            group.bench_function(id, |b| {
+                b.iter(|| ours.check(agent, black_box(&path)).allowed)
+            });
+        }
         group.throughput(Throughput::Elements(queries));
     }
     let theirs: Vec<texting_robots::Robot> = case
@@ -209,6 +219,26 @@ fn bench_case(c: &mut Criterion, case: &Case) {
         });
     }
     group.finish();
+}
+
+/// pingora's limit on a request's header, request line included (`MAX_HEADER_SIZE`): the
+/// longest path a crawler can send, less room for the rest of the request.
+const HEADER_LIMIT: usize = (1 << 20) - 1024;
+
+/// The long paths made of the random one: at the longest path judged, and at the header limit.
+const STRETCHED: [(&str, usize); 2] = [
+    (
+        "long-path/judged-limit/crawlgate",
+        crawlgate::robots::MAX_JUDGED_PATH,
+    ),
+    ("long-path/header-limit/crawlgate", HEADER_LIMIT),
+];
+
+/// `path` repeated to `len` octets (the shapes' long paths are ASCII).
+fn stretched(path: &str, len: usize) -> String {
+    let mut long = path.repeat(len / path.len() + 1);
+    long.truncate(len);
+    long
 }
 
 /// Peak and retained bytes allocated while compiling `text`.
@@ -288,7 +318,7 @@ fn print_table(cases: &[Case], filter: &[String]) {
     let crafted = shapes::crafted_long_paths();
     let names: Vec<&str> = crafted.iter().map(|(name, _)| *name).collect();
     println!(
-        "\n16 KiB paths, µs per query (crawlgate, every form):\n\n| file | random | {} | worst | texting_robots, random |\n|---|---|{}---|---|",
+        "\n16 KiB paths, µs per query (crawlgate, every form):\n\n| file | random | {} | worst | texting_robots, random | random at 32 KiB | at the header limit |\n|---|---|{}---|---|---|---|",
         names.join(" | "),
         "---|".repeat(names.len())
     );
@@ -312,12 +342,20 @@ fn print_table(cases: &[Case], filter: &[String]) {
             .iter()
             .map(|ns| ns.map_or("—".to_owned(), |ns| format!("{:.1}", ns / 1000.0)))
             .collect();
+        let stretched: Vec<String> = STRETCHED
+            .iter()
+            .map(|(id, _)| {
+                estimate(&case.name, id)
+                    .map_or("—".to_owned(), |ns| format!("{:.1}", ns / 1000.0))
+            })
+            .collect();
         println!(
-            "| {} | {:.1} | {} | {:.1} | {theirs} |",
+            "| {} | {:.1} | {} | {:.1} | {theirs} | {} |",
             case.name,
             ours / 1000.0,
             cells.join(" | "),
-            worst / 1000.0
+            worst / 1000.0,
+            stretched.join(" | ")
         );
     }
 }

@@ -214,6 +214,7 @@ pub(crate) fn describe(url: &str, agent: &str, verdict: &Verdict<'_>) -> String 
         ),
         (Reason::RobotsTxt, _) => "/robots.txt is always allowed".to_owned(),
         (Reason::NoGroup, _) => format!("no group applies to {agent}"),
+        (Reason::OverBudget, _) => "too long or too costly to judge: disallowed".to_owned(),
         _ => "no rule matches".to_owned(),
     };
     format!("{word:<10} {url}  {why}")

@@ -2,19 +2,20 @@
 //!
 //! The data flows one way: bytes → [`parse`] (lines, groups, problems) → [`pattern`] (normalised,
 //! ranked rules, each sorted into a shape) → [`matcher`] (each group compiled once, rule by rule
-//! into the cheapest strategy) → [`Verdict`]. A crawler named by several groups is answered by
+//! into the cheapest strategy) → [`Verdict`]. Every query's work is bounded ([`WORK_BUDGET`]):
+//! one over it is disallowed ([`Reason::OverBudget`]). A crawler named by several groups is answered by
 //! asking each of them in turn for a better rule than the best so far, so that no group is ever
 //! compiled twice, however the file combines its groups.
 //!
 //! A group's content-use preferences (`Content-Usage`, `Content-Signal`) are compiled beside its
-//! rules ([`preferences`]) and asked the same way: [`Robots::preference_selected`].
+//! rules ([`preferences`], `preference_matcher`) and asked the same way:
+//! [`Robots::preference_selected`].
 
 mod matcher;
-mod narrowing;
-mod octets;
 pub mod parse;
 pub mod path;
 mod pattern;
+mod preference_matcher;
 pub mod preferences;
 mod problem;
 mod radix;
@@ -29,10 +30,10 @@ pub use preferences::{
 };
 pub use problem::{Problem, ProblemKind};
 
-use matcher::{Found, GroupMatcher, PathPairs};
+use matcher::{Budget, Found, GroupMatcher};
 pub use path::Form;
 use pattern::Prepared;
-use preferences::PreferenceMatcher;
+use preference_matcher::PreferenceMatcher;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -61,6 +62,17 @@ const MERGE_ABOVE_GROUPS: usize = 8;
 /// The most rules compiled into merged matchers, as a multiple of the file's rules: a file in
 /// which thousands of crawlers each name many groups cannot make compiling quadratic.
 const MERGE_BUDGET_FACTOR: usize = 2;
+
+/// The work one query may do, in octets read (tree walks, automaton scans, substring searches)
+/// over every form of its path and every group it asks: a query that needs more is judged
+/// disallowed ([`Reason::OverBudget`]), never allowed. No real file and no real path comes near
+/// it (see `docs/decisions/matcher.md`); it bounds what a crafted pair of file and path costs.
+pub const WORK_BUDGET: usize = 256 << 10;
+
+/// The longest path (with its query) judged, before and after normalisation: a longer one is
+/// over the budget at once ([`Reason::OverBudget`]) and is not read. Origins commonly refuse
+/// request targets over 8 KiB; this is four times that.
+pub const MAX_JUDGED_PATH: usize = 32 << 10;
 
 /// The rules one crawler follows: the groups selected for it.
 #[derive(Debug)]
@@ -164,6 +176,9 @@ pub enum Reason {
     NoGroup,
     /// `/robots.txt` itself is always allowed (RFC 9309 §2.2.2).
     RobotsTxt,
+    /// Judging the path took more work than a query may ([`WORK_BUDGET`]), or the path is longer
+    /// than [`MAX_JUDGED_PATH`]: it is disallowed, with no rule, and a caller counts it apart.
+    OverBudget,
 }
 
 /// The answer to "may this crawler fetch this path?", with what decided it.
@@ -185,6 +200,21 @@ pub struct Verdict<'a> {
     /// The form of the path that was judged: as sent, unless an origin's reading of it (see
     /// [`Robots::check_selected`]) is disallowed where the path as sent is not.
     pub form: Form,
+}
+
+impl Verdict<'_> {
+    /// The verdict for a query over the work budget: disallowed, by no rule.
+    fn over_budget(selected: Selected, form: Form) -> Self {
+        Verdict {
+            allowed: false,
+            rule: None,
+            rule_index: None,
+            group: selected.group,
+            group_lines: &[],
+            reason: Reason::OverBudget,
+            form,
+        }
+    }
 }
 
 impl Robots {
@@ -414,6 +444,10 @@ impl Robots {
     /// slip past `Disallow: /private/`. The proxy, `crawlgate check`, `explain` and `audit` all
     /// decide with it.
     pub fn check_selected(&self, selected: Selected, url: &str) -> Verdict<'_> {
+        if url.len() > MAX_JUDGED_PATH {
+            // Not read: over the budget, unless no group applies.
+            return self.judge(selected, url.as_bytes(), Form::AsSent, &mut Budget::new(0));
+        }
         let raw = path::path_and_query(url);
         self.check_normalized(selected, &path::normalize(raw.as_bytes()))
     }
@@ -423,21 +457,13 @@ impl Robots {
     /// several questions of one request (the verdict, the previous file's, the preference)
     /// normalises its path once.
     pub fn check_normalized(&self, selected: Selected, as_sent: &[u8]) -> Verdict<'_> {
-        // The pairs of octets a long path's queries read, read once for the path and its
-        // resolved form.
-        let mut pairs = PathPairs::default();
-        let verdict = self.judge_noting(selected, as_sent, Form::AsSent, &mut pairs);
+        let mut budget = Budget::new(WORK_BUDGET);
+        let verdict = self.judge(selected, as_sent, Form::AsSent, &mut budget);
         if !verdict.allowed || verdict.reason == Reason::RobotsTxt {
             return verdict;
         }
         let stricter = path::forms(as_sent)
-            .map(|(form, other)| {
-                let mut pairs = match form {
-                    Form::Resolved => std::mem::take(&mut pairs).for_resolved(),
-                    _ => PathPairs::default(),
-                };
-                self.judge_noting(selected, &other, form, &mut pairs)
-            })
+            .map(|(form, other)| self.judge(selected, &other, form, &mut budget))
             .find(|other| !other.allowed);
         stricter.unwrap_or(verdict)
     }
@@ -446,23 +472,27 @@ impl Robots {
     /// as written, percent-encoding normalised. [`Robots::check`] is what enforcement uses; this
     /// is the protocol's own answer, for conformance tests and comparisons with other parsers.
     pub fn check_exact(&self, agent: &str, url: &str) -> Verdict<'_> {
+        let selected = self.select(&[agent], true);
+        if url.len() > MAX_JUDGED_PATH {
+            return self.judge(selected, url.as_bytes(), Form::AsSent, &mut Budget::new(0));
+        }
         let raw = path::path_and_query(url);
         let normal = path::normalize(raw.as_bytes());
-        self.judge(self.select(&[agent], true), &normal, Form::AsSent)
+        self.judge(
+            selected,
+            &normal,
+            Form::AsSent,
+            &mut Budget::new(WORK_BUDGET),
+        )
     }
 
-    /// The verdict for one normalised path.
-    fn judge(&self, selected: Selected, path: &[u8], form: Form) -> Verdict<'_> {
-        self.judge_noting(selected, path, form, &mut PathPairs::default())
-    }
-
-    /// [`Robots::judge`], with the octet pairs `pairs` holds of `path` ([`PathPairs`]).
-    fn judge_noting(
+    /// The verdict for one normalised path, its work paid from `budget`.
+    fn judge(
         &self,
         selected: Selected,
         path: &[u8],
         form: Form,
-        pairs: &mut PathPairs,
+        budget: &mut Budget,
     ) -> Verdict<'_> {
         if path::is_robots_txt(path) {
             return Verdict {
@@ -486,8 +516,11 @@ impl Robots {
                 form,
             };
         };
+        if path.len() > MAX_JUDGED_PATH {
+            return Verdict::over_budget(selected, form);
+        }
         let found = match &selection.merged {
-            Some(merged) => merged.decide_noting(path, None, pairs),
+            Some(merged) => merged.decide(path, None, budget),
             None => selection
                 .groups
                 .iter()
@@ -496,10 +529,16 @@ impl Robots {
                     let better = self
                         .matchers
                         .get(group)
-                        .and_then(|matcher| matcher.decide_noting(path, floor, pairs));
+                        .and_then(|matcher| matcher.decide(path, floor, budget));
                     better.or(best)
                 }),
         };
+        if budget.exhausted() {
+            return Verdict {
+                group_lines: &selection.group_lines,
+                ..Verdict::over_budget(selected, form)
+            };
+        }
         let rule_index = found.map(|found| found.rule);
         let rule = rule_index.and_then(|index| self.file.rules.get(index));
         Verdict {
@@ -578,10 +617,19 @@ impl Robots {
         let Some(selection) = self.selection_of(selected).filter(|s| s.preferences) else {
             return Preference::UNKNOWN;
         };
-        let preference = self.prefer(selection, as_sent, uses);
-        path::forms(as_sent).fold(preference, |preference, (_, other)| {
-            preference.stricter(self.prefer(selection, &other, uses))
-        })
+        // A path over the work budget is disallowed, and so has no preference.
+        if as_sent.len() > MAX_JUDGED_PATH {
+            return Preference::UNKNOWN;
+        }
+        let mut budget = Budget::new(WORK_BUDGET);
+        let preference = self.prefer(selection, as_sent, uses, &mut budget);
+        let preference = path::forms(as_sent).fold(preference, |preference, (_, other)| {
+            preference.stricter(self.prefer(selection, &other, uses, &mut budget))
+        });
+        if budget.exhausted() {
+            return Preference::UNKNOWN;
+        }
+        preference
     }
 
     /// Whether any group in `selected` states a content-use preference: when none does, every
@@ -591,11 +639,17 @@ impl Robots {
     }
 
     /// The preference of one normalised path.
-    fn prefer(&self, selection: &Selection, path: &[u8], uses: &[Usage]) -> Preference {
+    fn prefer(
+        &self,
+        selection: &Selection,
+        path: &[u8],
+        uses: &[Usage],
+        budget: &mut Budget,
+    ) -> Preference {
         let mut preference = Preference::UNKNOWN;
         for &usage in uses {
             let found = match &selection.merged_preferences {
-                Some(merged) => merged.decide(usage, path, None),
+                Some(merged) => merged.decide(usage, path, None, budget),
                 None => selection
                     .groups
                     .iter()
@@ -604,7 +658,9 @@ impl Robots {
                             .preference_matchers
                             .get(group)
                             .and_then(Option::as_deref)
-                            .and_then(|m| m.decide(usage, path, best.map(|found| found.key)));
+                            .and_then(|m| {
+                                m.decide(usage, path, best.map(|found| found.key), budget)
+                            });
                         better.or(best)
                     }),
             };
@@ -904,10 +960,10 @@ mod tests {
         assert!(robots.check("x", "/public/x").allowed);
     }
 
-    /// A long path's resolved form is judged with the octet pairs read of the path as sent, which
-    /// hold every pair of it but for a `/` that resolving writes before the query: a rule that
-    /// needs that pair still matches. The rules missing from the path are enough that its walk is
-    /// cut short by narrowing the pieces down by their pairs.
+    /// A long path's resolved form is judged on its own octets: a rule that needs the `/` that
+    /// resolving writes before the query matches it. (The matcher before the work budget judged
+    /// it with the octet pairs of the path as sent, and this test kept that honest; it still holds
+    /// with the many rules the path lacks.)
     #[test]
     fn resolved_forms_of_long_paths_are_narrowed_down_by_pairs_that_hold_theirs() {
         let mut text = String::from("user-agent: *\ndisallow: /*b/?q\n");
@@ -923,6 +979,42 @@ mod tests {
             let path = format!("/{}/b/c/.?q", "a".repeat(filler));
             assert!(robots.check("x", &path).allowed, "{filler}");
         }
+    }
+
+    /// A path longer than the longest judged, or one whose judging needs more work than a query
+    /// may do, is disallowed by no rule, whatever the rules say; short of both, it is judged.
+    #[test]
+    fn queries_over_the_work_budget_are_disallowed() {
+        let over = |verdict: Verdict<'_>| {
+            (verdict.allowed, verdict.reason, verdict.rule.is_none())
+                == (false, Reason::OverBudget, true)
+        };
+        let robots = compile("user-agent: *\nallow: /\n");
+        let long = format!("/{}", "a".repeat(MAX_JUDGED_PATH));
+        assert!(over(robots.check("x", &long)));
+        assert!(over(robots.check_exact("x", &long)));
+        assert!(robots.check("x", &long[..MAX_JUDGED_PATH]).allowed);
+        // No group: nothing to judge, nothing to pay.
+        assert!(
+            compile("user-agent: a\ndisallow: /\n")
+                .check("x", &long)
+                .allowed
+        );
+        // Each glob is found through a piece the path holds near its start, and reads the
+        // rest of the path for a `q` it lacks.
+        let pieces: Vec<String> = (0..100).map(|i| format!("piece-{i:03}-")).collect();
+        let path = format!("/{}{}", pieces.concat(), "a".repeat(30_000));
+        assert!(path.len() <= MAX_JUDGED_PATH);
+        let mut text = String::from("user-agent: *\nallow: /\n");
+        for piece in &pieces {
+            text.push_str(&format!("disallow: /*{piece}*q\n"));
+        }
+        let robots = compile(&text);
+        assert!(over(robots.check("x", &path)));
+        assert!(robots.preference("x", &path).is_unknown());
+        let few = compile("user-agent: *\nallow: /\ndisallow: /*piece-007-*q\n");
+        let verdict = few.check("x", &path);
+        assert_eq!((verdict.allowed, verdict.reason), (true, Reason::Rule));
     }
 
     #[test]

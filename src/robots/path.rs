@@ -23,10 +23,7 @@
 //! `.`/`..` segments and doubled slashes resolved, and with encoded separators decoded.
 
 use super::segments::{Kept, Separators};
-use memchr::memmem::Finder;
 use std::borrow::Cow;
-use std::sync::LazyLock;
-use wide::u8x16;
 
 /// Reduces a URL, or a path, to what robots.txt rules are matched against: the path and the query,
 /// without the fragment. A full URL (`https://host/x?y`) loses its scheme and authority; an empty
@@ -129,417 +126,87 @@ const fn special_octets(side: Side) -> [bool; 256] {
 const PATH_SPECIAL: [bool; 256] = special_octets(Side::Path);
 const PATTERN_SPECIAL: [bool; 256] = special_octets(Side::Pattern);
 
-/// Bit `i` set where octet `i` of `sixteen` is special on `side` ([`special_octets`]), the sixteen
-/// compared at once: a long path is mostly plain, or mostly escapes that stay as they are.
-fn special_lanes(sixteen: [u8; 16], side: Side) -> u16 {
-    let lanes = u8x16::new(sixteen);
-    let splat = u8x16::splat;
-    // Controls and space are the octets up to 0x20. From `{` (0x7B) up are `{|}`, DEL and every
-    // octet outside ASCII, but for `~`.
-    let low = lanes.min(splat(0x20)).cmp_eq(lanes);
-    let high = lanes.max(splat(0x7B)).cmp_eq(lanes) ^ lanes.cmp_eq(splat(b'~'));
-    let mut special = low | high;
-    for octet in [b'"', b'$', b'%', b'<', b'>', b'?', b'\\', b'^', b'`'] {
-        special |= lanes.cmp_eq(splat(octet));
-    }
-    if side == Side::Path {
-        special |= lanes.cmp_eq(splat(b'*'));
-    }
-    special.move_mask() as u16
-}
-
-/// A byte string being written, with room made for the most it is expected to come to.
-struct Output {
-    buf: Vec<u8>,
-}
-
-/// The octets [`Output::run`] copies at once: a run of at most this many is copied as this many
-/// and cut back, one fixed-size move instead of a call to `memcpy`.
-const RUN_SLACK: usize = 16;
-
-impl Output {
-    /// Room for `most` octets.
-    fn with_room(most: usize) -> Self {
-        Output {
-            buf: Vec::with_capacity(most + RUN_SLACK),
-        }
-    }
-
-    /// Appends `bytes[from..to]`: on a path dense with escapes or dot segments most runs are a
-    /// few octets, and a call to `memcpy` costs more than the copy.
-    #[inline(always)]
-    fn run(&mut self, bytes: &[u8], from: usize, to: usize) {
-        let len = to.saturating_sub(from);
-        match bytes
-            .get(from..)
-            .and_then(|rest| rest.first_chunk::<RUN_SLACK>())
-        {
-            Some(sixteen) if len <= RUN_SLACK => {
-                let kept = self.buf.len() + len;
-                self.buf.extend_from_slice(sixteen);
-                self.buf.truncate(kept);
-            }
-            _ => self.extend(bytes.get(from..to).unwrap_or_default()),
-        }
-    }
-
-    fn extend(&mut self, octets: &[u8]) {
-        self.buf.extend_from_slice(octets);
-    }
-
-    #[inline(always)]
-    fn push(&mut self, octet: u8) {
-        self.buf.push(octet);
-    }
-
-    /// The octets written so far.
-    fn written(&self) -> &[u8] {
-        &self.buf
-    }
-
-    fn into_vec(self) -> Vec<u8> {
-        self.buf
-    }
-}
-
-/// Per octet: whether its escape is decoded (written raw) in the path, or in the query.
-const fn decoded_raw(in_query: bool) -> [bool; 256] {
-    let mut table = [false; 256];
-    let mut byte = 0;
-    while byte < 256 {
-        table[byte] = is_unreserved(byte as u8) || is_plain_reserved(byte as u8, in_query);
-        byte += 1;
-    }
-    table
-}
-
-/// Per octet: its value as a hex digit, or 16 when it is not one.
-const HEX_DIGITS: [u8; 256] = {
-    let mut table = [16; 256];
-    let mut byte = 0;
-    while byte < 256 {
-        if let Some(value) = hex_value(byte as u8) {
-            table[byte] = value;
-        }
-        byte += 1;
-    }
-    table
-};
-
-/// How many octets stay as they are from the special octet other than `%` that `rest` starts
-/// with, on `side`: a `?`, and a pattern's final `$`; `None` when it is written as its escape.
-fn stays(rest: &[u8], side: Side) -> Option<usize> {
-    match rest {
-        [b'?', ..] => Some(1),
-        // Only a final `$` anchors a pattern; one anywhere else is the literal octet.
-        [b'$'] if side == Side::Pattern => Some(1),
-        _ => None,
-    }
-}
-
+/// [`normalize`] or [`normalize_pattern`]: nothing is written until an octet changes, so a
+/// path already normal is borrowed; from there on each octet is written as what it becomes
+/// ([`translation`]), runs of plain octets copied whole.
 fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
-    // The special octets of the sixteen from `base`, a bit each (plain padding past the end).
-    let specials_from = |base: usize| {
-        let window = bytes.get(base..).unwrap_or_default();
-        let lanes = match window.first_chunk::<16>() {
-            Some(sixteen) => *sixteen,
-            None => {
-                let mut lanes = [b'a'; 16];
-                if let Some(head) = lanes.get_mut(..window.len()) {
-                    head.copy_from_slice(window);
-                }
-                lanes
-            }
-        };
-        special_lanes(lanes, side)
+    let special = match side {
+        Side::Path => &PATH_SPECIAL,
+        Side::Pattern => &PATTERN_SPECIAL,
     };
-    // Where the query starts (an escape after it is in the query), found when an escape asks.
-    let mut query = None;
-    let mut in_query = |at: usize| {
-        at > *query.get_or_insert_with(|| memchr::memchr(b'?', bytes).unwrap_or(bytes.len()))
-    };
-    // Special octets that stay as they are (escapes already normal, `?`) are skipped, and
-    // nothing is written until one changes: a path whose special octets all stay is borrowed.
-    // They are found sixteen at a time, and an escape costs a look at its octets.
-    let (mut base, mut specials) = (0, specials_from(0));
-    // Octets before this are already looked at (the last ones of an escape kept).
-    let mut looked = 0;
-    let first = loop {
-        if specials == 0 {
-            base += 16;
-            if base >= bytes.len() {
-                return Cow::Borrowed(bytes);
-            }
-            specials = specials_from(base)
-                & u16::MAX
-                    .checked_shl((looked.max(base) - base) as u32)
-                    .unwrap_or(0);
-            continue;
-        }
-        let found = base + specials.trailing_zeros() as usize;
-        specials &= specials - 1;
-        let rest = bytes.get(found..).unwrap_or_default();
-        let kept = if rest.first() == Some(&b'%') {
-            // An escape stays when its translation is what is written (or it is invalid).
-            let (translation, len) = escape_translation(bytes, found, in_query(found));
-            // Compared at a fixed length: a copy of `len` octets to compare as a word would be
-            // a call, and a load that waits on its stores.
-            let [first, second, third, written] = translation.to_le_bytes();
-            let same = match len {
-                3 => rest.first_chunk::<3>() == Some(&[first, second, third]),
-                _ => rest.first() == Some(&first),
-            };
-            (usize::from(written) == len && same).then_some(len)
-        } else {
-            stays(rest, side)
-        };
-        match kept {
-            Some(len) => {
-                looked = found + len;
-                specials &= u16::MAX.checked_shl((looked - base) as u32).unwrap_or(0);
-            }
-            None => break found,
-        }
-    };
-    // From the first octet that changes on, every octet is written as what it becomes: itself,
-    // or its escape (from a table).
-    let translations = match side {
-        Side::Path => &PATH_TRANSLATIONS,
-        Side::Pattern => &PATTERN_TRANSLATIONS,
-    };
+    // An escape after the query's `?` is read as the query's.
+    let query = memchr::memchr(b'?', bytes).unwrap_or(bytes.len());
     // A pattern's final `$` is its anchor: written as it is, after the rest.
     let anchored = side == Side::Pattern && bytes.last() == Some(&b'$');
     let end = bytes.len() - usize::from(anchored);
-    // No octet comes out longer than three, and each write is of four, eight or 32 (the last
-    // ones spare).
-    let mut out = vec![0u8; first + 3 * (bytes.len() - first) + 32];
-    if let (Some(head), Some(written)) = (bytes.get(..first), out.get_mut(..first)) {
-        written.copy_from_slice(head);
-    }
-    let (mut written, mut at) = (first, first);
-    // Writes the octet at `at` (its escape, when it starts one) and moves on past it.
-    let mut write_one = |out: &mut [u8], written: &mut usize, at: &mut usize| {
-        let Some(&octet) = bytes.get(*at) else {
-            return;
-        };
-        let translation = if octet == b'%' {
-            let (translation, len) = escape_translation(bytes, *at, in_query(*at));
-            *at += len;
-            translation
-        } else {
-            *at += 1;
-            translations[usize::from(octet)]
-        };
-        if let Some(slot) = out
-            .get_mut(*written..)
-            .and_then(|rest| rest.first_chunk_mut::<4>())
-        {
-            *slot = translation.to_le_bytes();
-        }
-        *written += (translation >> 24) as usize;
-    };
-    // Sixteen octets at a time: those with few special octets have the plain octets between
-    // them copied in runs of at most sixteen, each one fixed-size move. Once sixteen have more,
-    // octets are written eight at a time ([`write_dense`]) until eight plain ones come.
+    let mut out: Option<Vec<u8>> = None;
+    let mut at = 0;
     while at < end {
-        let sixteen = bytes.get(at..end).and_then(|rest| rest.first_chunk::<16>());
-        let Some(mut specials) = sixteen
-            .map(|sixteen| special_lanes(*sixteen, side))
-            .filter(|specials| specials.count_ones() <= SPARSE_SPECIALS)
-        else {
-            write_dense(
-                &mut out,
-                (&mut written, &mut at),
-                end,
-                bytes,
-                side,
-                &mut write_one,
-            );
-            continue;
-        };
-        let (base, chunk_end) = (at, at + 16);
-        while specials != 0 {
-            let found = base + specials.trailing_zeros() as usize;
-            specials &= specials - 1;
-            if found < at {
-                // Inside an escape already written.
-                continue;
-            }
-            copy_run(&mut out, &mut written, bytes, at, found);
-            at = found;
-            write_one(&mut out, &mut written, &mut at);
+        let plain = bytes[at..end]
+            .iter()
+            .position(|&octet| special[usize::from(octet)])
+            .unwrap_or(end - at);
+        if let Some(out) = out.as_mut() {
+            out.extend_from_slice(&bytes[at..at + plain]);
         }
-        if at < chunk_end {
-            copy_run(&mut out, &mut written, bytes, at, chunk_end);
-            at = chunk_end;
-        }
-    }
-    out.truncate(written);
-    if anchored {
-        out.push(b'$');
-    }
-    Cow::Owned(out)
-}
-
-/// Writes octets from `*at` for [`normalize_side`] eight at a time, until eight plain ones have
-/// been copied or `end` is reached. Eight with no `%` are written from the table of what each
-/// becomes (itself, or its escape) with no branch on what each is, as a path dense with octets
-/// to encode has them; eight with a `%` one by one with `write_one` (an escape may take the last
-/// past them).
-#[inline(always)]
-fn write_dense(
-    out: &mut [u8],
-    (written, at): (&mut usize, &mut usize),
-    end: usize,
-    bytes: &[u8],
-    side: Side,
-    write_one: &mut impl FnMut(&mut [u8], &mut usize, &mut usize),
-) {
-    let (special, translations) = match side {
-        Side::Path => (&PATH_SPECIAL, &PATH_TRANSLATIONS),
-        Side::Pattern => (&PATTERN_SPECIAL, &PATTERN_TRANSLATIONS),
-    };
-    let (mut put_at, mut read_at) = (*written, *at);
-    while read_at < end {
-        let eight = bytes
-            .get(read_at..end)
-            .and_then(|rest| rest.first_chunk::<8>());
-        if let Some(eight) = eight.filter(|eight| !eight.iter().any(|&b| special[usize::from(b)])) {
-            if let Some(slot) = out
-                .get_mut(put_at..)
-                .and_then(|rest| rest.first_chunk_mut::<8>())
-            {
-                *slot = *eight;
-            }
-            (put_at, read_at) = (put_at + 8, read_at + 8);
+        at += plain;
+        if at >= end {
             break;
         }
-        // Into the next 32 octets of `out`, one bounds check for all.
-        let room = out
-            .get_mut(put_at..)
-            .and_then(|rest| rest.first_chunk_mut::<32>());
-        if let (Some(eight), Some(room)) = (eight.filter(|eight| !eight.contains(&b'%')), room) {
-            let mut put = 0;
-            for &octet in eight {
-                let translation = translations[usize::from(octet)];
-                if let Some(slot) = room.get_mut(put..put + 4) {
-                    slot.copy_from_slice(&translation.to_le_bytes());
+        let (octets, written, len) = translation(bytes, at, at > query);
+        let written = &octets[..written];
+        match out.as_mut() {
+            Some(out) => out.extend_from_slice(written),
+            None if bytes.get(at..at + len) == Some(written) => {}
+            None => {
+                // No octet comes out longer than three.
+                let mut changed = Vec::with_capacity(at + 3 * (bytes.len() - at));
+                changed.extend_from_slice(&bytes[..at]);
+                changed.extend_from_slice(written);
+                out = Some(changed);
+            }
+        }
+        at += len;
+    }
+    match out {
+        None => Cow::Borrowed(bytes),
+        Some(mut out) => {
+            if anchored {
+                out.push(b'$');
+            }
+            Cow::Owned(out)
+        }
+    }
+}
+
+/// What the special octet at `at` is written as (up to three octets: the array, and how many
+/// of it), and how many octets it stands for. An escape is decoded when it stands for an
+/// unreserved or plain reserved octet, else written with upper-case hex digits; a `%` with no
+/// two hex digits after it is kept as it is; `?` stays; every other special octet is escaped.
+fn translation(bytes: &[u8], at: usize, in_query: bool) -> ([u8; 3], usize, usize) {
+    let escape = |octet: u8| {
+        let hex = |digit: u8| UPPER_HEX[usize::from(digit & 0x0F)];
+        [b'%', hex(octet >> 4), hex(octet)]
+    };
+    match bytes.get(at..at + 3) {
+        _ if bytes.get(at) == Some(&b'?') => ([b'?', 0, 0], 1, 1),
+        Some(&[b'%', high, low]) => match hex_value(high).zip(hex_value(low)) {
+            Some((high, low)) => {
+                let value = high << 4 | low;
+                if is_unreserved(value) || is_plain_reserved(value, in_query) {
+                    ([value, 0, 0], 1, 3)
+                } else {
+                    (escape(value), 3, 3)
                 }
-                put += (translation >> 24) as usize & 3;
             }
-            (put_at, read_at) = (put_at + put, read_at + 8);
-            continue;
-        }
-        let group_end = end.min(read_at + 8);
-        while read_at < group_end {
-            write_one(out, &mut put_at, &mut read_at);
-        }
+            None => ([b'%', 0, 0], 1, 1),
+        },
+        _ => match bytes.get(at) {
+            Some(&b'%') | None => ([b'%', 0, 0], 1, 1),
+            Some(&octet) => (escape(octet), 3, 1),
+        },
     }
-    (*written, *at) = (put_at, read_at);
 }
-
-/// The most special octets in sixteen that [`normalize_side`] writes one by one between copied
-/// runs of plain ones; with more, it writes every octet from its table.
-const SPARSE_SPECIALS: u32 = 4;
-
-/// Appends `bytes[from..to]` (at most sixteen octets) to `out` at `written`, with one
-/// sixteen-octet move when there are sixteen to read: a call to `memcpy` costs more than a run
-/// this short. `out` has room for sixteen more.
-#[inline(always)]
-fn copy_run(out: &mut [u8], written: &mut usize, bytes: &[u8], from: usize, to: usize) {
-    let len = to.saturating_sub(from);
-    let source = bytes.get(from..).and_then(|rest| rest.first_chunk::<16>());
-    let slot = out
-        .get_mut(*written..)
-        .and_then(|rest| rest.first_chunk_mut::<16>());
-    match (source, slot) {
-        (Some(source), Some(slot)) => *slot = *source,
-        _ => {
-            if let (Some(slot), Some(source)) =
-                (out.get_mut(*written..*written + len), bytes.get(from..to))
-            {
-                slot.copy_from_slice(source);
-            }
-        }
-    }
-    *written += len;
-}
-
-/// What [`normalize_side`] writes for the `%` at `at`, and how many octets it stands for: an
-/// escape's translation from a table by its value ([`escape_translations`]), or the `%` alone
-/// when no two hex digits follow it (an invalid escape is kept as it is).
-#[inline(always)]
-fn escape_translation(bytes: &[u8], at: usize, in_query: bool) -> (Translation, usize) {
-    let (high, low) = match bytes.get(at + 1..at + 3) {
-        Some(&[high, low]) => (HEX_DIGITS[usize::from(high)], HEX_DIGITS[usize::from(low)]),
-        _ => (16, 16),
-    };
-    if (high | low) >= 16 {
-        return (u32::from(b'%') | 1 << 24, 1);
-    }
-    let table = if in_query {
-        &QUERY_ESCAPES
-    } else {
-        &PATH_ESCAPES
-    };
-    (table[usize::from(high << 4 | low)], 3)
-}
-
-/// Per value of an escape: what the escape is written as, the octet itself when its escape is
-/// decoded ([`decoded_raw`]) or else its escape with upper-case hex digits, in the path or in
-/// the query. An escape already in that form is written as it is.
-const fn escape_translations(in_query: bool) -> [Translation; 256] {
-    let raw = decoded_raw(in_query);
-    let mut table = [0; 256];
-    let mut value = 0;
-    while value < 256 {
-        table[value] = if raw[value] {
-            value as u32 | 1 << 24
-        } else {
-            escape_of(value as u8)
-        };
-        value += 1;
-    }
-    table
-}
-
-const PATH_ESCAPES: [Translation; 256] = escape_translations(false);
-const QUERY_ESCAPES: [Translation; 256] = escape_translations(true);
-
-/// What [`normalize_side`] writes for an octet: up to three octets in the low three bytes (in
-/// order, little-endian), and how many in the fourth, so that writing it is one store.
-type Translation = u32;
-
-/// The escape of `octet`, as a [`Translation`].
-const fn escape_of(octet: u8) -> Translation {
-    u32::from_le_bytes([
-        b'%',
-        UPPER_HEX[(octet >> 4) as usize],
-        UPPER_HEX[(octet & 0x0F) as usize],
-        3,
-    ])
-}
-
-/// Per octet other than `%`: what it is written as on `side`, itself or its escape (a path's `*`
-/// and `$`, and octets that never appear raw in a URI; a pattern's final `$` is handled apart).
-const fn translations(side: Side) -> [Translation; 256] {
-    let special = special_octets(side);
-    let mut table = [0; 256];
-    let mut byte = 0;
-    while byte < 256 {
-        let b = byte as u8;
-        table[byte] = if special[byte] && b != b'?' && b != b'%' {
-            escape_of(b)
-        } else {
-            b as u32 | 1 << 24
-        };
-        byte += 1;
-    }
-    table
-}
-
-const PATH_TRANSLATIONS: [Translation; 256] = translations(Side::Path);
-const PATTERN_TRANSLATIONS: [Translation; 256] = translations(Side::Pattern);
 
 /// Normalises a request's path (and query) for comparison (see the module documentation).
 pub fn normalize(bytes: &[u8]) -> Cow<'_, [u8]> {
@@ -587,88 +254,58 @@ pub fn forms(normal: &[u8]) -> impl Iterator<Item = (Form, Vec<u8>)> + '_ {
         .chain(decoded.map(|d| (Form::Decoded, d)))
 }
 
-/// Whether `path` has an encoded separator: at most two vectorised searches (a normalised path
-/// writes both with upper-case hex digits), after one for a `%` that nearly every path lacks. A
-/// path dense with other escapes (`%C3%A9`, again and again) costs no look at each of them.
+/// Whether `path` has an encoded separator (a normalised path writes both with upper-case hex
+/// digits).
 fn has_encoded_separator(path: &[u8]) -> bool {
-    static SLASH: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"%2F"));
-    static BACKSLASH: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"%5C"));
-    memchr::memchr(b'%', path).is_some()
-        && (SLASH.find(path).is_some() || BACKSLASH.find(path).is_some())
+    memchr::memchr_iter(b'%', path).any(|at| {
+        Separators::SlashesAndEncoded
+            .at_start(&path[at..])
+            .is_some()
+    })
 }
 
 /// `path` with a `/` before it: a first segment without its separator resolves as if it had
 /// one (`a/../b` is `/b`).
-fn rooted(path: &[u8]) -> Vec<u8> {
+fn rooted(path: &[u8]) -> Cow<'_, [u8]> {
+    if path.first() == Some(&b'/') {
+        return Cow::Borrowed(path);
+    }
     let mut rooted = Vec::with_capacity(path.len() + 1);
     rooted.push(b'/');
     rooted.extend_from_slice(path);
-    rooted
+    Cow::Owned(rooted)
 }
 
 /// [`Form::Decoded`] of a normalised path: `%2F` and `%5C` in the path read as `/`, then
-/// resolved as [`canonical`] resolves. The segments between separators of either spelling are
-/// resolved first and only what is kept is decoded, so that a path dense with encoded separators
-/// and `..`s (`/a%5C%5C..`, again and again) is not written out at all. `None` when the path has
-/// no encoded separator.
+/// resolved as [`canonical`] resolves. `None` when the path has no encoded separator.
 fn decoded_form(normal: &[u8]) -> Option<Vec<u8>> {
     let end = memchr::memchr(b'?', normal).unwrap_or(normal.len());
     let (path, query) = normal.split_at(end);
     if !has_encoded_separator(path) {
         return None;
     }
-    let separators = Separators::slashes_and_encoded(path);
-    if !separators.rooted() {
-        // Resolved as if rooted (`a%2F..%2Fb` is `/b`); unresolved, it stays as it is.
-        let rooted = rooted(path);
-        let rooted_separators = Separators::slashes_and_encoded(&rooted);
-        let kept = Kept::of(&rooted_separators);
-        if !kept.changed {
-            return Some(decoded_as_is(path, &separators, query));
+    let separators = Separators::SlashesAndEncoded;
+    // Resolved as if rooted (`a%2F..%2Fb` is `/b`); unresolved, it stays as it is.
+    let rooted = match separators.at_start(path) {
+        Some(_) => Cow::Borrowed(path),
+        None => rooted(path),
+    };
+    let mut out = Vec::with_capacity(normal.len() + 1);
+    match Kept::of(&rooted, separators) {
+        Some(kept) => kept.write(&rooted, &mut out),
+        None => {
+            // Every separator written `/`.
+            let mut copied = 0;
+            while let Some((at, len)) = separators.next(path, copied) {
+                out.extend_from_slice(&path[copied..at]);
+                out.push(b'/');
+                copied = at + len;
+            }
+            out.extend_from_slice(&path[copied..]);
         }
-        return Some(write_kept_decoded(
-            &rooted,
-            &rooted_separators,
-            &kept,
-            query,
-        ));
     }
-    let kept = Kept::of(&separators);
-    if !kept.changed {
-        return Some(decoded_as_is(path, &separators, query));
-    }
-    Some(write_kept_decoded(path, &separators, &kept, query))
-}
-
-/// `path` with its encoded separators written `/`, then `query`.
-fn decoded_as_is(path: &[u8], separators: &Separators, query: &[u8]) -> Vec<u8> {
-    let mut out = Output::with_room(path.len() + query.len());
-    write_decoded(&mut out, path, separators, 0, path.len());
-    out.extend(query);
-    out.into_vec()
-}
-
-/// What `kept` keeps of `path` with its encoded separators written `/`, then `query`.
-fn write_kept_decoded(path: &[u8], separators: &Separators, kept: &Kept, query: &[u8]) -> Vec<u8> {
-    let mut out = Output::with_room(path.len() + query.len() + 1);
-    kept.runs(|from, to| write_decoded(&mut out, path, separators, from, to));
-    if out.written().is_empty() || kept.dropped_last {
-        out.push(b'/');
-    }
-    out.extend(query);
-    out.into_vec()
-}
-
-/// Appends `path[from..to]` to `out` with its encoded separators written `/`, found by the
-/// separators' masks.
-fn write_decoded(out: &mut Output, path: &[u8], separators: &Separators, from: usize, to: usize) {
-    let mut copied = from;
-    separators.encoded_within(from, to, |at| {
-        out.run(path, copied, at);
-        out.push(b'/');
-        copied = at + 3;
-    });
-    out.run(path, copied, to);
+    out.extend_from_slice(query);
+    Some(out)
 }
 
 /// The path as most origin servers resolve it: `.` and `..` segments removed (RFC 3986 §5.2.4)
@@ -681,68 +318,16 @@ fn write_decoded(out: &mut Output, path: &[u8], separators: &Separators, from: u
 pub fn canonical(path_and_query: &[u8]) -> Option<Vec<u8>> {
     let end = memchr::memchr(b'?', path_and_query).unwrap_or(path_and_query.len());
     let (path, query) = path_and_query.split_at(end);
-    if !may_need_resolving(path) {
+    // Most paths have neither a dot nor a doubled slash: two searches answer.
+    if memchr::memchr(b'.', path).is_none() && memchr::memmem::find(path, b"//").is_none() {
         return None;
     }
-    let mut resolved = resolve(path)?;
+    let rooted = rooted(path);
+    let kept = Kept::of(&rooted, Separators::Slashes)?;
+    let mut resolved = Vec::with_capacity(path_and_query.len() + 1);
+    kept.write(&rooted, &mut resolved);
     resolved.extend_from_slice(query);
     Some(resolved)
-}
-
-/// Whether a path may have a `.` or `..` segment or a doubled `/`, that [`canonical`] changes:
-/// exactly, for a short path (nearly every real one, which then costs no allocation); for a
-/// long one, only whether it has a dot or a doubled slash, and [`resolve`] tells the rest.
-fn may_need_resolving(path: &[u8]) -> bool {
-    // Most paths have neither a dot nor a doubled slash: two vectorised searches answer.
-    if memchr::memchr(b'.', path).is_none() && memchr::memmem::find(path, b"//").is_none() {
-        return false;
-    }
-    if path.len() > SHORT_PATH {
-        // Exactly: a `.` or `..` segment is `/./` or `/../` inside, or a last `/.` or `/..` (or
-        // a first `./` or `../` in a path that is not rooted), and an empty one is `//`. A few
-        // vectorised searches, where resolving would read every octet (a path dense with dots
-        // inside its segments, `/a%5C%5C..`, has none of these).
-        let finds = |needle: &[u8]| memchr::memmem::find(path, needle).is_some();
-        let unrooted =
-            !path.starts_with(b"/") && (path.starts_with(b"./") || path.starts_with(b"../"));
-        return unrooted
-            || path.ends_with(b"/.")
-            || path.ends_with(b"/..")
-            || finds(b"//")
-            || finds(b"/./")
-            || finds(b"/../");
-    }
-    let mut start = 0;
-    for end in memchr::memchr_iter(b'/', path).chain(std::iter::once(path.len())) {
-        let segment = path.get(start..end).unwrap_or_default();
-        let inner = start > 0 && end < path.len();
-        if matches!(segment, b"." | b"..") || (segment.is_empty() && inner) {
-            return true;
-        }
-        start = end + 1;
-    }
-    false
-}
-
-/// The longest path [`may_need_resolving`] answers segment by segment.
-const SHORT_PATH: usize = 512;
-
-/// [`canonical`]'s resolution of a path (no query): the segments resolving keeps, copied in
-/// runs ([`Kept`]). `None` when it keeps every segment: nothing to resolve.
-fn resolve(path: &[u8]) -> Option<Vec<u8>> {
-    if path.first() != Some(&b'/') {
-        return resolve(&rooted(path));
-    }
-    let kept = Kept::of(&Separators::slashes(path));
-    if !kept.changed {
-        return None;
-    }
-    let mut out = Output::with_room(path.len() + 1);
-    kept.runs(|from, to| out.run(path, from, to));
-    if out.written().is_empty() || kept.dropped_last {
-        out.push(b'/');
-    }
-    Some(out.into_vec())
 }
 
 #[cfg(test)]
@@ -824,21 +409,6 @@ mod tests {
             String::from_utf8(normalize(b"/\xff").into_owned()).unwrap(),
             "/%FF"
         );
-    }
-
-    /// The octets compared sixteen at a time are exactly the special ones, on both sides.
-    #[test]
-    fn special_lanes_are_the_special_octets() {
-        for side in [Side::Path, Side::Pattern] {
-            let table = special_octets(side);
-            for base in (0..=255u8).step_by(16) {
-                let lanes: [u8; 16] = std::array::from_fn(|i| base + i as u8);
-                let mask = special_lanes(lanes, side);
-                for (i, &octet) in lanes.iter().enumerate() {
-                    assert_eq!(mask >> i & 1 == 1, table[usize::from(octet)], "{octet:#x}");
-                }
-            }
-        }
     }
 
     #[test]
@@ -1006,7 +576,7 @@ mod tests {
             proptest::prop_assert_eq!(decoded_form(&path), naive_decoded_form(&path));
         }
 
-        /// Paths longer than [`SHORT_PATH`], whose need of resolving is told by searches, with a
+        /// Paths longer than the 512 octets past which resolving once took another way, with a
         /// segment that changes something (or none) anywhere in them, the last one included.
         #[test]
         fn paths_past_the_short_ones_resolve_as_the_plain_reading_does(
@@ -1017,10 +587,10 @@ mod tests {
                 &[b'/', b'.', b'a'][..]), 0..6),
             tail in proptest::collection::vec(proptest::sample::select(
                 &[b'/', b'.', b'a'][..]), 0..5),
-            at in 0..SHORT_PATH,
+            at in 0..512usize,
         ) {
             let mut path = head;
-            while path.len() < SHORT_PATH + 64 {
+            while path.len() < 512 + 64 {
                 path.extend_from_slice(fill);
                 if path.len() == at {
                     path.extend_from_slice(&middle);

@@ -41,14 +41,11 @@
 //! - **Preferences apply to crawlable paths only**: a path the crawler may not fetch has none
 //!   (attach draft §3.1); [`super::Robots::preference_selected`] checks that first.
 //!
-//! Matching reuses the compiled group matcher (`matcher::GroupMatcher`), one per use over the rules
-//! that state it, ranked by length and then `n` before `y`, so that a file of thousands of
+//! Matching (`preference_matcher.rs`) reuses the compiled group matcher (`matcher::GroupMatcher`),
+//! one per use over the rules that state it, ranked by length and then `n` before `y`, so that a file of thousands of
 //! preference lines costs a query what a group of thousands of rules does.
 
-use super::matcher::{Found, GroupMatcher};
-use super::parse::{Rule, RuleKind};
-use super::pattern::{Key, Prepared};
-use super::problem::{Problem, ProblemKind};
+use super::problem::ProblemKind;
 use serde::Serialize;
 use std::convert::Infallible;
 
@@ -120,7 +117,8 @@ impl Usage {
         }
     }
 
-    fn index(self) -> usize {
+    /// Its place in per-use arrays.
+    pub(super) fn index(self) -> usize {
         match self {
             Usage::TrainAi => 0,
             Usage::Search => 1,
@@ -588,61 +586,6 @@ pub(crate) fn parse_rule(
     };
     let states_something = rule.stances.iter().any(|s| *s != Stance::Unknown);
     (states_something.then_some(rule), parsed.warnings)
-}
-
-/// The preference rules of one group (or of several merged groups), compiled: per use, one
-/// matcher over the rules that state it.
-#[derive(Debug, Default)]
-pub(crate) struct PreferenceMatcher {
-    by_usage: [Option<GroupMatcher>; 3],
-}
-
-impl PreferenceMatcher {
-    /// Compiles the rules `indices` of `rules`; `None` when none states anything.
-    ///
-    /// Each use's matcher ranks its rules as a group's are ranked (longest pattern first), with
-    /// `n` in the place of `allow` so that it wins a tie of lengths; the rule index stands for
-    /// the preference rule.
-    pub fn build(
-        rules: &[PreferenceRule],
-        indices: &[usize],
-        problems: &mut Vec<Problem>,
-    ) -> Option<PreferenceMatcher> {
-        let mut matcher = PreferenceMatcher::default();
-        let mut any = false;
-        for usage in Usage::ALL {
-            let prepared: Vec<Prepared> = indices
-                .iter()
-                .filter_map(|&index| rules.get(index).map(|rule| (index, rule)))
-                .filter_map(|(index, rule)| {
-                    let kind = match rule.stance(usage) {
-                        Stance::Unknown => return None,
-                        Stance::Disallowed => RuleKind::Allow,
-                        Stance::Allowed => RuleKind::Disallow,
-                    };
-                    let as_rule = Rule {
-                        kind,
-                        pattern: rule.path.clone(),
-                        line: rule.line,
-                    };
-                    Some(Prepared::new(index, &as_rule))
-                })
-                .collect();
-            if prepared.is_empty() {
-                continue;
-            }
-            any = true;
-            matcher.by_usage[usage.index()] = Some(GroupMatcher::build(prepared, problems));
-        }
-        any.then_some(matcher)
-    }
-
-    /// The best rule stating `usage` for `path` (normalised) that ranks above `floor`.
-    pub fn decide(&self, usage: Usage, path: &[u8], floor: Option<Key>) -> Option<Found> {
-        self.by_usage[usage.index()]
-            .as_ref()
-            .and_then(|matcher| matcher.decide(path, floor))
-    }
 }
 
 #[cfg(test)]

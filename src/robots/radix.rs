@@ -116,23 +116,25 @@ impl Radix {
         self.nodes.get(id as usize)
     }
 
-    /// Calls `visit(value, length)` for every string that starts `haystack`, shortest first.
-    pub fn walk(&self, haystack: &[u8], visit: impl FnMut(u32, usize)) {
+    /// Calls `visit(value, length)` for every string that starts `haystack`, shortest first, and
+    /// returns how many octets of it the walk read.
+    pub fn walk(&self, haystack: &[u8], visit: impl FnMut(u32, usize)) -> usize {
         self.walk_by(
             haystack.len(),
             |depth| haystack[depth],
             |label, depth| {
                 haystack
                     .get(depth..depth + label.len())
-                    .is_some_and(|part| super::matcher::same(part, label))
+                    .is_some_and(|part| same(part, label))
             },
             visit,
-        );
+        )
     }
 
     /// Calls `visit(value, length)` for every string whose reverse ends `haystack` (the tree
-    /// was built over reversed strings), shortest first.
-    pub fn walk_back(&self, haystack: &[u8], visit: impl FnMut(u32, usize)) {
+    /// was built over reversed strings), shortest first, and returns how many octets of it the
+    /// walk read.
+    pub fn walk_back(&self, haystack: &[u8], visit: impl FnMut(u32, usize)) -> usize {
         let len = haystack.len();
         self.walk_by(
             len,
@@ -142,7 +144,7 @@ impl Radix {
                 label.len() <= rest.len() && label.iter().eq(rest.iter().rev().take(label.len()))
             },
             visit,
-        );
+        )
     }
 
     /// The walk of [`Radix::walk`] and [`Radix::walk_back`], over a haystack of `len` octets
@@ -154,9 +156,9 @@ impl Radix {
         byte_at: impl Fn(usize) -> u8,
         label_at: impl Fn(&[u8], usize) -> bool,
         mut visit: impl FnMut(u32, usize),
-    ) {
+    ) -> usize {
         let Some(mut node) = self.nodes.first() else {
-            return;
+            return 0;
         };
         let mut depth = 0;
         loop {
@@ -164,14 +166,14 @@ impl Radix {
                 visit(node.value, depth);
             }
             if depth >= len {
-                return;
+                return depth;
             }
             let Some(child) = self.child(node, byte_at(depth)) else {
-                return;
+                return depth;
             };
             let label = self.label(child);
             if !label_at(label, depth) {
-                return;
+                return depth + label.len().min(len - depth);
             }
             depth += label.len();
             node = child;
@@ -186,6 +188,13 @@ impl Radix {
             + self.child_bytes.len()
             + self.children.len() * 4
     }
+}
+
+/// Whether two short byte strings are equal, without a call to `memcmp`: the labels and pieces
+/// compared here are a few octets long, and the call costs more than the comparison.
+#[inline]
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 #[cfg(test)]
