@@ -18,7 +18,9 @@
 use crate::agent::Who;
 use crate::crawlers::{Crawler, Crawlers};
 use crate::policy::{self, Action, Enforcement, Outcome, VerdictLabel};
-use crate::robots::{path, Preference, PreferenceRule, Robots, Rule, Selected, Usage};
+use crate::robots::{
+    path, Preference, PreferenceRule, Reason, Robots, Rule, Selected, Usage, Verdict,
+};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::net::IpAddr;
@@ -250,6 +252,9 @@ pub struct Reading {
     pub allowed: bool,
     /// The file in force's deciding rule.
     pub rule: Option<usize>,
+    /// Judging the path took more work than a query may do (`robots::WORK_BUDGET`): it is
+    /// disallowed by no rule.
+    pub over_budget: bool,
     /// The previous file's verdict, when it allows what the current one refuses and the crawler
     /// may have read it.
     pub grace: Option<Grace>,
@@ -328,6 +333,8 @@ pub struct Labels {
     pub without_robots_fetch: bool,
     /// The refused use, for a `content-usage` verdict.
     pub content_usage: Option<&'static str>,
+    /// A crawler's request disallowed because judging its path ran out of the work budget.
+    pub over_budget: bool,
     /// The crawl-delay mode, when the request came too soon.
     pub crawl_delay_exceeded: Option<&'static str>,
 }
@@ -347,6 +354,9 @@ pub struct Judgement {
     pub outcome: Outcome,
     /// The use the path's content-use preference refuses, when the verdict is `content-usage`.
     pub content_usage: Option<Refusal>,
+    /// The verdict is `disallowed` because judging the path took more work than a query may
+    /// (a crafted path, or one past `robots::MAX_JUDGED_PATH`): no rule decided.
+    pub over_budget: bool,
     /// The crawl-delay, when one applies.
     pub crawl_delay: Option<CrawlDelay>,
     /// Whether the crawler had not fetched robots.txt within the read window.
@@ -375,9 +385,31 @@ pub fn judged<'a>(crawlers: &'a Crawlers, who: Who, spoofed: bool) -> Crawler<'a
 /// asked. Pure; the matcher runs once on each file.
 pub fn read(observed: &Observed<'_>, law: &Law<'_>) -> Reading {
     read_with(observed, law, |selected, path| {
-        let verdict = law.robots.check_normalized(selected, path);
-        (verdict.allowed, verdict.rule_index)
+        Matched::of(&law.robots.check_normalized(selected, path))
     })
+}
+
+/// robots.txt's verdict on one normalised path, without borrows: what [`read_with`]'s caller
+/// answers, and what `audit`'s memo remembers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Matched {
+    /// Whether the crawler may fetch the path.
+    pub allowed: bool,
+    /// The deciding rule's index in the file's rules, if a rule decided.
+    pub rule: Option<usize>,
+    /// The query ran out of its work budget, and is disallowed by no rule.
+    pub over_budget: bool,
+}
+
+impl Matched {
+    /// The borrow-free part of `verdict`.
+    pub fn of(verdict: &Verdict<'_>) -> Matched {
+        Matched {
+            allowed: verdict.allowed,
+            rule: verdict.rule_index,
+            over_budget: verdict.reason == Reason::OverBudget,
+        }
+    }
 }
 
 /// [`read`], with the verdict of the file in force (allowed, and the deciding rule's index) for
@@ -386,7 +418,7 @@ pub fn read(observed: &Observed<'_>, law: &Law<'_>) -> Reading {
 pub fn read_with(
     observed: &Observed<'_>,
     law: &Law<'_>,
-    matched: impl FnOnce(Selected, &[u8]) -> (bool, Option<usize>),
+    matched: impl FnOnce(Selected, &[u8]) -> Matched,
 ) -> Reading {
     let robots_txt = path::is_robots_txt(observed.path);
     let spoofed = observed.spoofed.is_some();
@@ -397,6 +429,7 @@ pub fn read_with(
         selected,
         allowed: true,
         rule: None,
+        over_budget: false,
         grace: None,
         refusal: None,
         announce: Preference::UNKNOWN,
@@ -418,9 +451,14 @@ pub fn read_with(
         reading.ask = Ask::RobotsFetched;
         return reading;
     }
-    let (allowed, rule) = matched(selected, observed.path);
+    let Matched {
+        allowed,
+        rule,
+        over_budget,
+    } = matched(selected, observed.path);
     reading.allowed = allowed;
     reading.rule = rule;
+    reading.over_budget = over_budget;
     if allowed {
         reading.refusal = read_preference(&mut reading, crawler, observed, law, announces);
     } else {
@@ -539,6 +577,7 @@ pub fn judge(observed: &Observed<'_>, law: &Law<'_>, reading: &Reading, visit: V
         action: crawler.map_or(rules.action, |c| c.action),
         outcome: Outcome::Forwarded,
         content_usage: None,
+        over_budget: false,
         crawl_delay: None,
         robots_unread: false,
         last_robots_fetch: None,
@@ -552,6 +591,7 @@ pub fn judge(observed: &Observed<'_>, law: &Law<'_>, reading: &Reading, visit: V
             robots_fetch: reading.robots_txt,
             without_robots_fetch: false,
             content_usage: None,
+            over_budget: false,
             crawl_delay_exceeded: None,
         },
     };
@@ -570,6 +610,7 @@ pub fn judge(observed: &Observed<'_>, law: &Law<'_>, reading: &Reading, visit: V
     labels.person = !who.is_crawler();
     labels.without_robots_fetch = judgement.robots_unread;
     labels.content_usage = judgement.content_usage.map(|r| r.usage.label());
+    labels.over_budget = judgement.over_budget;
     labels.crawl_delay_exceeded = judgement
         .crawl_delay
         .as_ref()
@@ -593,6 +634,7 @@ fn rule(
         VerdictLabel::Disallowed
     };
     judgement.rule = reading.rule;
+    judgement.over_budget = reading.over_budget;
     let last_fetch = visit.last_fetch;
     judgement.last_robots_fetch = last_fetch;
     judgement.robots_unread = last_fetch
@@ -605,6 +647,7 @@ fn rule(
         if last_fetch.is_some_and(|at| at >= from && at < until) {
             judgement.verdict = VerdictLabel::Grace;
             judgement.rule = rule;
+            judgement.over_budget = false;
             judgement.by_previous = true;
         }
     }
@@ -785,6 +828,9 @@ fn block_message(judgement: &Judgement, observed: &Observed<'_>, law: &Law<'_>) 
             rule.kind.directive(),
             sanitize(&rule.pattern)
         ),
+        (None, None) if judgement.over_budget => format!(
+            "crawlgate: {path} is too long or too costly to judge against robots.txt, so it is disallowed for {bot}\n"
+        ),
         (None, None) => format!("robots.txt disallows {path} for {bot}\n"),
     }
 }
@@ -947,6 +993,14 @@ mod tests {
                 outcome: Outcome::Blocked,
                 answer: Some((403, "robots.txt line 2 (Disallow: /private/) disallows")),
                 ..case("block")
+            },
+            Case {
+                // Past the longest path judged: disallowed by no rule, and said so.
+                target: Box::leak(format!("/public/{}", "a".repeat(40 << 10)).into_boxed_str()),
+                verdict: VerdictLabel::Disallowed,
+                outcome: Outcome::Blocked,
+                answer: Some((403, "too long or too costly to judge")),
+                ..case("over budget")
             },
             Case {
                 target: "/private/report",
@@ -1144,6 +1198,12 @@ mod tests {
             assert_eq!(judgement.outcome, case.outcome, "{name}");
             assert_eq!(judgement.labels.verdict, case.verdict.as_str(), "{name}");
             assert_eq!(judgement.labels.outcome, case.outcome.as_str(), "{name}");
+            let over = case.name == "over budget";
+            assert_eq!(
+                (judgement.over_budget, judgement.labels.over_budget),
+                (over, over),
+                "{name}"
+            );
             let response = judgement.response.as_ref();
             assert_eq!(
                 response.map(|r| r.status),

@@ -15,14 +15,9 @@ const MAX_ENTRIES: usize = 1 << 17;
 /// Paths longer than this are matched every time rather than remembered.
 const MAX_PATH_BYTES: usize = 256;
 
-/// A verdict without borrows: allowed or not, and the deciding rule's index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Decided {
-    /// Whether the crawler may fetch the path.
-    pub allowed: bool,
-    /// The deciding rule's index in the file's rules, if a rule decided.
-    pub rule: Option<usize>,
-}
+/// A verdict without borrows: allowed or not, the deciding rule's index, and whether the query
+/// ran out of its work budget.
+pub use crate::judge::Matched as Decided;
 
 /// Remembered verdicts, per selection of groups.
 #[derive(Debug, Default)]
@@ -91,11 +86,7 @@ impl Memo {
 }
 
 fn decide(robots: &Robots, selected: Selected, path: &[u8]) -> Decided {
-    let verdict = robots.check_normalized(selected, path);
-    Decided {
-        allowed: verdict.allowed,
-        rule: verdict.rule_index,
-    }
+    Decided::of(&robots.check_normalized(selected, path))
 }
 
 #[cfg(test)]

@@ -503,8 +503,7 @@ impl<'a> Replay<'a> {
         let selection = tally.selection;
         let memo = &mut self.memo;
         let reading = judge::read_with(&observed, &law, |selected, normal| {
-            let decided = memo.check_normalized(&audit.robots, selection, selected, normal);
-            (decided.allowed, decided.rule)
+            memo.check_normalized(&audit.robots, selection, selected, normal)
         });
         if reading.robots_txt {
             tally.robots_fetches += 1;

@@ -32,6 +32,7 @@ pub const METRIC_NAMES: &[&str] = &[
     "crawlgate_bad_requests_total",
     "crawlgate_robots_snapshots",
     "crawlgate_content_usage_total",
+    "crawlgate_requests_over_budget_total",
     "crawlgate_tls_certificate_reloads_total",
     "crawlgate_tls_certificate_expiry_timestamp_seconds",
     "crawlgate_state_store_errors_total",
@@ -101,6 +102,9 @@ pub struct Metrics {
     pub snapshots: prometheus::IntGauge,
     /// `crawlgate_content_usage_total{site, bot, usage, action}`: `content-usage` verdicts.
     pub content_usage: IntCounterVec,
+    /// `crawlgate_requests_over_budget_total{site, bot, action}`: crawler requests disallowed
+    /// because judging their path took more work than a query may do.
+    pub over_budget: IntCounterVec,
     /// `crawlgate_tls_certificate_reloads_total{listener, result}`: certificate pairs loaded
     /// again after their files changed or on SIGHUP.
     pub tls_certificate_reloads: IntCounterVec,
@@ -250,6 +254,12 @@ impl Metrics {
                 "crawlgate_content_usage_total",
                 "Crawler requests robots.txt allows but its content-use preference refuses (verdict content-usage), by refused use (train-ai, search, ai-input) and action taken.",
                 &["site", "bot", "usage", "action"],
+            )?,
+            over_budget: counter(
+                r,
+                "crawlgate_requests_over_budget_total",
+                "Crawler requests disallowed with no rule because judging their path took more work than one query may do (a crafted path, or one over 32 KiB), by action taken; also counted in crawlgate_requests_total as disallowed.",
+                &["site", "bot", "action"],
             )?,
             state_store_errors: counter(
                 r,

@@ -718,6 +718,12 @@ impl ProxyHttp for CrawlGate {
                 .with_label_values(&[site, bot, usage, labels.outcome])
                 .inc();
         }
+        if labels.over_budget {
+            metrics
+                .over_budget
+                .with_label_values(&[site, bot, labels.outcome])
+                .inc();
+        }
         if let Some(mode) = labels.crawl_delay_exceeded {
             metrics
                 .crawl_delay_exceeded
