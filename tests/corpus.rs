@@ -20,7 +20,7 @@
 mod common;
 
 use common::reference::{self, RefFile, Rng};
-use crawlgate::robots::DEFAULT_MAX_BYTES;
+use crawlgate::robots::{Reason, DEFAULT_MAX_BYTES, MAX_JUDGED_PATH};
 use crawlgate::{Options, ProblemKind, Robots};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
@@ -365,6 +365,16 @@ fn query_against_reference(
             *queries += 1;
             if let Err(difference) = reference::compare(robots, &reference, &agent, &url, &path) {
                 failures.push(format!("{name}: {difference}"));
+            }
+            // The work budget bounds crafted queries only: no real one runs out of it.
+            let normal = reference::normalize(path.as_bytes());
+            let judged = normal.len().max(path.len()) <= MAX_JUDGED_PATH;
+            if judged && robots.check(&agent, &url).reason == Reason::OverBudget {
+                let start: String = url.chars().take(60).collect();
+                let octets = url.len();
+                failures.push(format!(
+                    "{name}: {agent:?}, a {octets}-octet url {start:?}…, is over the work budget"
+                ));
             }
         }
     }

@@ -258,7 +258,7 @@ impl Metrics {
             over_budget: counter(
                 r,
                 "crawlgate_requests_over_budget_total",
-                "Crawler requests disallowed with no rule because judging their path took more work than one query may do (a crafted path, or one over 32 KiB), by action taken; also counted in crawlgate_requests_total as disallowed.",
+                "Crawler requests disallowed with no rule because judging their path took more work than one query may do (a crafted path, or one over 8 KiB once normalised), by action taken; also counted in crawlgate_requests_total as disallowed.",
                 &["site", "bot", "action"],
             )?,
             state_store_errors: counter(

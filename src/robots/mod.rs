@@ -63,16 +63,18 @@ const MERGE_ABOVE_GROUPS: usize = 8;
 /// which thousands of crawlers each name many groups cannot make compiling quadratic.
 const MERGE_BUDGET_FACTOR: usize = 2;
 
-/// The work one query may do, in octets read (tree walks, automaton scans, substring searches)
-/// over every form of its path and every group it asks: a query that needs more is judged
-/// disallowed ([`Reason::OverBudget`]), never allowed. No real file and no real path comes near
-/// it (see `docs/decisions/matcher.md`); it bounds what a crafted pair of file and path costs.
-pub const WORK_BUDGET: usize = 256 << 10;
+/// The work one query may do, in octets read (tree walks, automaton scans, substring searches;
+/// a match the piece automaton reports counts sixteen) over every form of its path and every
+/// group it asks: a query that needs more is judged disallowed ([`Reason::OverBudget`]), never
+/// allowed. Every corpus query passes on an eighth of it (see `docs/decisions/matcher.md`); it
+/// bounds what a crafted pair of file and path costs to about 100 µs.
+pub const WORK_BUDGET: usize = 32 << 10;
 
-/// The longest path (with its query) judged, before and after normalisation: a longer one is
-/// over the budget at once ([`Reason::OverBudget`]) and is not read. Origins commonly refuse
-/// request targets over 8 KiB; this is four times that.
-pub const MAX_JUDGED_PATH: usize = 32 << 10;
+/// The longest path (with its query) judged, once normalised: a longer one is over the budget at
+/// once ([`Reason::OverBudget`]) and is not read past this. nginx's default refuses a request
+/// line over 8 KiB (`large_client_header_buffers 4 8k`), so an origin behind one never serves
+/// such a path.
+pub const MAX_JUDGED_PATH: usize = 8 << 10;
 
 /// The rules one crawler follows: the groups selected for it.
 #[derive(Debug)]
@@ -444,10 +446,6 @@ impl Robots {
     /// slip past `Disallow: /private/`. The proxy, `crawlgate check`, `explain` and `audit` all
     /// decide with it.
     pub fn check_selected(&self, selected: Selected, url: &str) -> Verdict<'_> {
-        if url.len() > MAX_JUDGED_PATH {
-            // Not read: over the budget, unless no group applies.
-            return self.judge(selected, url.as_bytes(), Form::AsSent, &mut Budget::new(0));
-        }
         let raw = path::path_and_query(url);
         self.check_normalized(selected, &path::normalize(raw.as_bytes()))
     }
@@ -459,7 +457,8 @@ impl Robots {
     pub fn check_normalized(&self, selected: Selected, as_sent: &[u8]) -> Verdict<'_> {
         let mut budget = Budget::new(WORK_BUDGET);
         let verdict = self.judge(selected, as_sent, Form::AsSent, &mut budget);
-        if !verdict.allowed || verdict.reason == Reason::RobotsTxt {
+        // No group applies to any form, and robots.txt is always allowed.
+        if !verdict.allowed || matches!(verdict.reason, Reason::RobotsTxt | Reason::NoGroup) {
             return verdict;
         }
         let stricter = path::forms(as_sent)
@@ -473,9 +472,6 @@ impl Robots {
     /// is the protocol's own answer, for conformance tests and comparisons with other parsers.
     pub fn check_exact(&self, agent: &str, url: &str) -> Verdict<'_> {
         let selected = self.select(&[agent], true);
-        if url.len() > MAX_JUDGED_PATH {
-            return self.judge(selected, url.as_bytes(), Form::AsSent, &mut Budget::new(0));
-        }
         let raw = path::path_and_query(url);
         let normal = path::normalize(raw.as_bytes());
         self.judge(
@@ -971,7 +967,7 @@ mod tests {
             text.push_str(&format!("allow: /*zz{i}\n"));
         }
         let robots = compile(&text);
-        for filler in [600, 3000, 20_000] {
+        for filler in [600, 3000, MAX_JUDGED_PATH - 20] {
             let path = format!("/{}/b/c/..?q", "a".repeat(filler));
             let verdict = robots.check("x", &path);
             assert!(!verdict.allowed, "{filler}");
@@ -1003,7 +999,7 @@ mod tests {
         // Each glob is found through a piece the path holds near its start, and reads the
         // rest of the path for a `q` it lacks.
         let pieces: Vec<String> = (0..100).map(|i| format!("piece-{i:03}-")).collect();
-        let path = format!("/{}{}", pieces.concat(), "a".repeat(30_000));
+        let path = format!("/{}{}", pieces.concat(), "a".repeat(MAX_JUDGED_PATH - 1200));
         assert!(path.len() <= MAX_JUDGED_PATH);
         let mut text = String::from("user-agent: *\nallow: /\n");
         for piece in &pieces {

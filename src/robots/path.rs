@@ -23,6 +23,7 @@
 //! `.`/`..` segments and doubled slashes resolved, and with encoded separators decoded.
 
 use super::segments::{Kept, Separators};
+use super::MAX_JUDGED_PATH;
 use std::borrow::Cow;
 
 /// Reduces a URL, or a path, to what robots.txt rules are matched against: the path and the query,
@@ -130,10 +131,15 @@ const PATTERN_SPECIAL: [bool; 256] = special_octets(Side::Pattern);
 /// path already normal is borrowed; from there on each octet is written as what it becomes
 /// ([`translation`]), runs of plain octets copied whole.
 fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
-    let special = match side {
-        Side::Path => &PATH_SPECIAL,
-        Side::Pattern => &PATTERN_SPECIAL,
+    let (special, cap) = match side {
+        Side::Path => (&PATH_SPECIAL, MAX_JUDGED_PATH + 1),
+        // A pattern is bounded by the file's size limit, and is written whole.
+        Side::Pattern => (&PATTERN_SPECIAL, usize::MAX),
     };
+    if bytes.len() >= cap {
+        // Over the longest path judged as sent: the rest is not read.
+        return Cow::Borrowed(&bytes[..cap]);
+    }
     // An escape after the query's `?` is read as the query's.
     let query = memchr::memchr(b'?', bytes).unwrap_or(bytes.len());
     // A pattern's final `$` is its anchor: written as it is, after the rest.
@@ -156,11 +162,13 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
         let (octets, written, len) = translation(bytes, at, at > query);
         let written = &octets[..written];
         match out.as_mut() {
+            // It comes out longer than any path judged: the rest is not read.
+            Some(out) if out.len() >= cap => break,
             Some(out) => out.extend_from_slice(written),
             None if bytes.get(at..at + len) == Some(written) => {}
             None => {
                 // No octet comes out longer than three.
-                let mut changed = Vec::with_capacity(at + 3 * (bytes.len() - at));
+                let mut changed = Vec::with_capacity((at + 3 * (bytes.len() - at)).min(cap + 3));
                 changed.extend_from_slice(&bytes[..at]);
                 changed.extend_from_slice(written);
                 out = Some(changed);
@@ -171,6 +179,7 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
     match out {
         None => Cow::Borrowed(bytes),
         Some(mut out) => {
+            out.truncate(cap);
             if anchored {
                 out.push(b'$');
             }
@@ -209,6 +218,10 @@ fn translation(bytes: &[u8], at: usize, in_query: bool) -> ([u8; 3], usize, usiz
 }
 
 /// Normalises a request's path (and query) for comparison (see the module documentation).
+///
+/// A path and query longer than [`MAX_JUDGED_PATH`], as sent or once normalised, comes back cut
+/// one octet past it, the rest unread: such a path is over the work budget wherever it is
+/// judged, and a 64 KiB request target costs no more to read than an 8 KiB one.
 pub fn normalize(bytes: &[u8]) -> Cow<'_, [u8]> {
     normalize_side(bytes, Side::Path)
 }
@@ -257,23 +270,16 @@ pub fn forms(normal: &[u8]) -> impl Iterator<Item = (Form, Vec<u8>)> + '_ {
 /// Whether `path` has an encoded separator (a normalised path writes both with upper-case hex
 /// digits).
 fn has_encoded_separator(path: &[u8]) -> bool {
-    memchr::memchr_iter(b'%', path).any(|at| {
-        Separators::SlashesAndEncoded
-            .at_start(&path[at..])
-            .is_some()
-    })
+    memchr::memmem::find(path, b"%2F").is_some() || memchr::memmem::find(path, b"%5C").is_some()
 }
 
 /// `path` with a `/` before it: a first segment without its separator resolves as if it had
 /// one (`a/../b` is `/b`).
 fn rooted(path: &[u8]) -> Cow<'_, [u8]> {
-    if path.first() == Some(&b'/') {
-        return Cow::Borrowed(path);
+    match path.first() {
+        Some(b'/') => Cow::Borrowed(path),
+        _ => Cow::Owned([&b"/"[..], path].concat()),
     }
-    let mut rooted = Vec::with_capacity(path.len() + 1);
-    rooted.push(b'/');
-    rooted.extend_from_slice(path);
-    Cow::Owned(rooted)
 }
 
 /// [`Form::Decoded`] of a normalised path: `%2F` and `%5C` in the path read as `/`, then
@@ -336,6 +342,29 @@ mod tests {
 
     fn norm(s: &str) -> String {
         String::from_utf8(normalize(s.as_bytes()).into_owned()).unwrap()
+    }
+
+    /// A path longer than the longest judged, as sent or once normalised, comes back one octet
+    /// past it (over the budget wherever it is judged); up to it, it is normalised whole.
+    #[test]
+    fn paths_past_the_longest_judged_are_cut_one_octet_past_it() {
+        let cut = MAX_JUDGED_PATH + 1;
+        let sent = format!("/{}", "a".repeat(1 << 16));
+        assert_eq!(normalize(sent.as_bytes()).len(), cut);
+        // Each space is written as three octets: a third of the limit grows past it.
+        let grows = format!("/{}", " ".repeat(MAX_JUDGED_PATH / 3 + 1));
+        let grown = normalize(grows.as_bytes());
+        assert_eq!((grown.len(), &grown[..4]), (cut, &b"/%20"[..]));
+        let fits = format!("/{}", " ".repeat(MAX_JUDGED_PATH / 3 - 1));
+        assert_eq!(
+            normalize(fits.as_bytes()).len(),
+            3 * (MAX_JUDGED_PATH / 3 - 1) + 1
+        );
+        // Shorter once normalised is still too long as sent.
+        let shrinks = format!("/{}", "%61".repeat(MAX_JUDGED_PATH / 3 + 1));
+        assert_eq!(normalize(shrinks.as_bytes()).len(), cut);
+        let anchored = format!("/{}$", " ".repeat(MAX_JUDGED_PATH));
+        assert!(normalize_pattern(anchored.as_bytes()).ends_with(b"%20$"));
     }
 
     #[test]

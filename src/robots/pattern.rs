@@ -34,13 +34,8 @@ impl Prepared {
     pub fn new(index: usize, rule: &Rule) -> Self {
         let normalized = normalize_pattern(rule.pattern.as_bytes()).into_owned();
         // A raw `$` before the end is normalised to the three octets `%24`; it was one.
-        let written = rule.pattern.as_bytes();
-        let inner_dollars = written
-            .strip_suffix(b"$")
-            .unwrap_or(written)
-            .iter()
-            .filter(|&&b| b == b'$')
-            .count();
+        let body = rule.pattern.strip_suffix('$').unwrap_or(&rule.pattern);
+        let inner_dollars = memchr::memchr_iter(b'$', body.as_bytes()).count();
         let length = normalized.len().saturating_sub(2 * inner_dollars);
         Prepared {
             rule: index,
@@ -84,15 +79,13 @@ impl Prepared {
         let body = &body[..end];
         let mut pieces = body.split(|&b| b == b'*');
         let first = pieces.next().unwrap_or_default();
-        let rest: Vec<&[u8]> = pieces.filter(|piece| !piece.is_empty()).collect();
-        if rest.is_empty() {
-            return if anchored {
-                Shape::Whole(first)
-            } else {
-                Shape::Prefix(first)
+        let mut middle: Vec<&[u8]> = pieces.filter(|piece| !piece.is_empty()).collect();
+        if middle.is_empty() {
+            return match anchored {
+                true => Shape::Whole(first),
+                false => Shape::Prefix(first),
             };
         }
-        let mut middle = rest;
         let last = if anchored { middle.pop() } else { None };
         Shape::Glob(Glob {
             first,

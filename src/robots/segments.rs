@@ -29,27 +29,38 @@ impl Separators {
         }
     }
 
-    /// Where the first separator of `path` from `from` on starts, and its length.
+    /// Where the first separator of `path` from `from` on starts, and its length. A plain loop,
+    /// not `memchr`: segments are short, and `/` repeated would pay a search's set-up per octet.
     pub(super) fn next(self, path: &[u8], from: usize) -> Option<(usize, usize)> {
         let rest = path.get(from..)?;
         let found = match self {
-            Separators::Slashes => memchr::memchr(b'/', rest),
-            Separators::SlashesAndEncoded => memchr::memchr2_iter(b'/', b'%', rest)
-                .find(|&at| self.at_start(&rest[at..]).is_some()),
+            Separators::Slashes => rest.iter().position(|&octet| octet == b'/'),
+            Separators::SlashesAndEncoded => (0..rest.len()).find(|&at| match rest[at] {
+                b'/' => true,
+                b'%' => matches!(rest.get(at + 1..at + 3), Some(b"2F" | b"5C")),
+                _ => false,
+            }),
         }?;
         Some((from + found, self.at_start(&rest[found..])?))
     }
 }
 
 /// The segments of a path that starts with a separator: the range of each one's octets, after
-/// its separator.
-fn segments(path: &[u8], separators: Separators) -> impl Iterator<Item = (usize, usize)> + '_ {
+/// its separator, and whether it is the last.
+fn segments(
+    path: &[u8],
+    separators: Separators,
+) -> impl Iterator<Item = (usize, usize, bool)> + '_ {
     let mut next = separators.next(path, 0);
     std::iter::from_fn(move || {
         let (at, len) = next?;
         let start = at + len;
         next = separators.next(path, start);
-        Some((start, next.map_or(path.len(), |(end, _)| end)))
+        Some((
+            start,
+            next.map_or(path.len(), |(end, _)| end),
+            next.is_none(),
+        ))
     })
 }
 
@@ -67,19 +78,20 @@ impl Kept {
     /// What resolving keeps of `path` (which starts with a separator), or `None` when it keeps
     /// every segment. Nothing is allocated for a path that needs no resolving.
     pub(super) fn of(path: &[u8], separators: Separators) -> Option<Kept> {
-        let mut all = segments(path, separators).peekable();
         let mut kept = None;
         let mut dropped_last = false;
-        let mut read = 0;
-        while let Some((start, end)) = all.next() {
-            let last = all.peek().is_none();
+        for (read, (start, end, last)) in segments(path, separators).enumerate() {
             let segment = &path[start..end];
             let dropped = matches!(segment, b"." | b"..") || (segment.is_empty() && !last);
             if dropped && kept.is_none() {
                 // The segments read so far are all kept.
-                kept = Some(segments(path, separators).take(read).collect::<Vec<_>>());
+                let before = segments(path, separators).take(read);
+                kept = Some(
+                    before
+                        .map(|(start, end, _)| (start, end))
+                        .collect::<Vec<_>>(),
+                );
             }
-            read += 1;
             let Some(kept) = kept.as_mut() else {
                 continue;
             };

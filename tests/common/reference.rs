@@ -21,7 +21,7 @@
 //! It also holds what both test files need to make queries: a small seeded random number
 //! generator and functions that derive paths from patterns.
 
-use crawlgate::robots::ParsedFile;
+use crawlgate::robots::{ParsedFile, MAX_JUDGED_PATH};
 use crawlgate::{GroupKind, Reason, Robots, RuleKind};
 
 /// One allow or disallow rule, with its pattern as written.
@@ -386,6 +386,18 @@ pub fn compare(
             want.best,
         )
     };
+    let unread = !matches!(want.reason, Reason::NoGroup | Reason::RobotsTxt);
+    if unread && want.path.len().max(path.len()) > MAX_JUDGED_PATH {
+        // Longer, as sent or normalised, than any path the crate judges: disallowed unread,
+        // whatever the rules say.
+        if got.allowed || got.reason != Reason::OverBudget {
+            return Err(format!(
+                "a path over the judged limit was judged: {}",
+                context()
+            ));
+        }
+        return Ok(());
+    }
     if got.allowed != want.allowed {
         return Err(format!("verdicts differ: {}", context()));
     }

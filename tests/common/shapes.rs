@@ -17,6 +17,7 @@ pub struct Shape {
 const LIMIT: usize = 512 * 1024 - 256;
 
 use super::rng::Rng;
+use crawlgate::robots::MAX_JUDGED_PATH;
 
 /// `botaa`, `botab`, …: distinct product tokens.
 fn crawler_name(i: usize) -> String {
@@ -221,7 +222,7 @@ pub fn nested_pieces() -> Shape {
     }
     let text = text.into_bytes();
     let mut paths = paths_from_rules(&text, 200);
-    paths.push(format!("/{}", "a".repeat(16 * 1024 - 1)));
+    paths.push(format!("/{}", "a".repeat(MAX_JUDGED_PATH - 1)));
     Shape {
         name: "adversarial/nested-pieces",
         paths,
@@ -257,19 +258,20 @@ pub fn thousands_of_groups() -> Shape {
     }
 }
 
-/// A path of 16 KiB over a small alphabet, with slashes, for the adversarial shapes.
+/// A path as long as any judged ([`MAX_JUDGED_PATH`]) over a small alphabet, with slashes, for
+/// the adversarial shapes.
 pub fn long_path(seed: u64) -> String {
     let mut mix = Rng::new(seed);
-    format!("/{}", mix.word(b"abc/.", 16 * 1024 - 1))
+    format!("/{}", mix.word(b"abc/.", MAX_JUDGED_PATH - 1))
 }
 
-/// 16 KiB paths shaped against the path's own handling rather than against a file: each makes
+/// Paths as long as any judged, shaped against the path's own handling rather than against a file: each makes
 /// one part of the work as dense as it can be (dot segments to resolve, `..` to take back,
 /// escapes to rewrite or decode, one state the piece scan stays in, octets that come out three
 /// times longer, a mix that gives every form a long path of its own). With [`long_path`]'s random
 /// one, they are the paths the adversarial shapes' long-path figures are measured on.
 pub fn crafted_long_paths() -> Vec<(&'static str, String)> {
-    const LEN: usize = 16 * 1024;
+    const LEN: usize = MAX_JUDGED_PATH;
     let fill = |unit: &str| unit.repeat(LEN / unit.len());
     let rooted = |unit: &str| format!("/{}", unit.repeat((LEN - 1) / unit.len()));
     // Units that resolve, decode or stay, in an order no period gives away.
