@@ -270,7 +270,8 @@ pub fn forms(normal: &[u8]) -> impl Iterator<Item = (Form, Vec<u8>)> + '_ {
 /// Whether `path` has an encoded separator (a normalised path writes both with upper-case hex
 /// digits).
 fn has_encoded_separator(path: &[u8]) -> bool {
-    memchr::memmem::find(path, b"%2F").is_some() || memchr::memmem::find(path, b"%5C").is_some()
+    memchr::memchr_iter(b'%', path)
+        .any(|at| matches!(path.get(at + 1..at + 3), Some(b"2F" | b"5C")))
 }
 
 /// `path` with a `/` before it: a first segment without its separator resolves as if it had

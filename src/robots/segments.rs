@@ -29,17 +29,15 @@ impl Separators {
         }
     }
 
-    /// Where the first separator of `path` from `from` on starts, and its length. A plain loop,
-    /// not `memchr`: segments are short, and `/` repeated would pay a search's set-up per octet.
+    /// Where the first separator of `path` from `from` on starts, and its length. An empty
+    /// segment is answered without a search: `/` repeated would pay a search's set-up per octet.
     pub(super) fn next(self, path: &[u8], from: usize) -> Option<(usize, usize)> {
         let rest = path.get(from..)?;
-        let found = match self {
-            Separators::Slashes => rest.iter().position(|&octet| octet == b'/'),
-            Separators::SlashesAndEncoded => (0..rest.len()).find(|&at| match rest[at] {
-                b'/' => true,
-                b'%' => matches!(rest.get(at + 1..at + 3), Some(b"2F" | b"5C")),
-                _ => false,
-            }),
+        let found = match (self.at_start(rest), self) {
+            (Some(_), _) => Some(0),
+            (None, Separators::Slashes) => memchr::memchr(b'/', rest),
+            (None, Separators::SlashesAndEncoded) => memchr::memchr2_iter(b'/', b'%', rest)
+                .find(|&at| self.at_start(&rest[at..]).is_some()),
         }?;
         Some((from + found, self.at_start(&rest[found..])?))
     }
