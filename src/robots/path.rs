@@ -168,7 +168,8 @@ fn normalize_side(bytes: &[u8], side: Side) -> Cow<'_, [u8]> {
             None if bytes.get(at..at + len) == Some(written) => {}
             None => {
                 // No octet comes out longer than three.
-                let mut changed = Vec::with_capacity((at + 3 * (bytes.len() - at)).min(cap + 3));
+                let mut changed =
+                    Vec::with_capacity((at + 3 * (bytes.len() - at)).min(cap.saturating_add(3)));
                 changed.extend_from_slice(&bytes[..at]);
                 changed.extend_from_slice(written);
                 out = Some(changed);
