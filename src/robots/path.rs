@@ -271,8 +271,11 @@ pub fn forms(normal: &[u8]) -> impl Iterator<Item = (Form, Vec<u8>)> + '_ {
 /// Whether `path` has an encoded separator (a normalised path writes both with upper-case hex
 /// digits).
 fn has_encoded_separator(path: &[u8]) -> bool {
-    memchr::memchr_iter(b'%', path)
-        .any(|at| matches!(path.get(at + 1..at + 3), Some(b"2F" | b"5C")))
+    memchr::memchr_iter(b'%', path).any(|at| {
+        Separators::SlashesAndEncoded
+            .at_start(&path[at..])
+            .is_some()
+    })
 }
 
 /// `path` with a `/` before it: a first segment without its separator resolves as if it had

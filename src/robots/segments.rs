@@ -44,21 +44,14 @@ impl Separators {
 }
 
 /// The segments of a path that starts with a separator: the range of each one's octets, after
-/// its separator, and whether it is the last.
-fn segments(
-    path: &[u8],
-    separators: Separators,
-) -> impl Iterator<Item = (usize, usize, bool)> + '_ {
+/// its separator.
+fn segments(path: &[u8], separators: Separators) -> impl Iterator<Item = (usize, usize)> + '_ {
     let mut next = separators.next(path, 0);
     std::iter::from_fn(move || {
         let (at, len) = next?;
         let start = at + len;
         next = separators.next(path, start);
-        Some((
-            start,
-            next.map_or(path.len(), |(end, _)| end),
-            next.is_none(),
-        ))
+        Some((start, next.map_or(path.len(), |(end, _)| end)))
     })
 }
 
@@ -76,20 +69,19 @@ impl Kept {
     /// What resolving keeps of `path` (which starts with a separator), or `None` when it keeps
     /// every segment. Nothing is allocated for a path that needs no resolving.
     pub(super) fn of(path: &[u8], separators: Separators) -> Option<Kept> {
+        let mut all = segments(path, separators).peekable();
         let mut kept = None;
         let mut dropped_last = false;
-        for (read, (start, end, last)) in segments(path, separators).enumerate() {
+        let mut read = 0;
+        while let Some((start, end)) = all.next() {
+            let last = all.peek().is_none();
             let segment = &path[start..end];
             let dropped = matches!(segment, b"." | b"..") || (segment.is_empty() && !last);
             if dropped && kept.is_none() {
                 // The segments read so far are all kept.
-                let before = segments(path, separators).take(read);
-                kept = Some(
-                    before
-                        .map(|(start, end, _)| (start, end))
-                        .collect::<Vec<_>>(),
-                );
+                kept = Some(segments(path, separators).take(read).collect::<Vec<_>>());
             }
+            read += 1;
             let Some(kept) = kept.as_mut() else {
                 continue;
             };
