@@ -145,6 +145,17 @@ const NAMED_SINCE_THE_RECALL_PASS: &[(&str, Option<&str>, Category)] = &[
     ("Google-Cloud-Tasks", Some("Google-Cloud-Tasks"), Category::Other),
     ("azure-logic-apps/1.0 (workflow 971b5bea643343dfa00318ee752abce5; version 08584442669960581077) microsoft-flow/1.0", Some("azure-logic-apps"), Category::Other),
     ("IFTTT-Protocol/v1", Some("IFTTT-Protocol"), Category::Other),
+    // Crawlers posing as browsers that write a URL, an address or a site in the browser's
+    // platform comment, or a site between it and the engine; an address written `[at]`.
+    ("Mozilla/5.0 (Windows NT 10.0; Win64; x64; trendictionbot0.5.0; trendiction search; http://www.trendiction.de/bot; please let us know of any problems; web at trendiction.com) Gecko/20170101 Firefox/67.0", None, Category::Unnamed),
+    ("Mozilla/5.0 (Windows NT 6.1; WOW64; https://top.mail.ru/passremind) AppleWebKit/537.22 (KHTML, like Gecko)", None, Category::Unnamed),
+    ("Mozilla/5.0 (iPhone; Y!J-BRY/YATSH crawler; http://help.yahoo.co.jp/help/jp/search/indexing/indexing-15.html)", None, Category::Unnamed),
+    ("Mozilla/5.0 (X11; Linux x86_64; HubSpot Single Page link check; web-crawlers+links@hubspot.com) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/51.0.2704.103 Safari/537.36", None, Category::Unnamed),
+    ("Mozilla/5.0 (Windows NT 10.0; cludo.com bot) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36", None, Category::Unnamed),
+    ("Mozilla/5.0 (feeder.co; Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/106.0.0.0 Safari/537.36", None, Category::Unnamed),
+    ("Mozilla/5.0 (iPad; CPU OS 15_3_1 like Mac OS X) adbeat.com/policy AppleWebKit/605.1.15 (KHTML, like Gecko) Version/15.3.1 Mobile/15E148 Safari/604.1", None, Category::Unnamed),
+    ("Mozilla/5.0 (compatible; +centuryb.o.t9[at]gmail.com)", None, Category::Unnamed),
+    ("Mozilla/4.0 (compatible; Netcraft Web Server Survey)", Some("Netcraft"), Category::Scanner),
     ("Thumbor/6.7.5, Mozilla/5.0 (Linux; Android 9; RAZER Phone Build/NMF26F) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/76.0.3809.111 Mobile Safari/537.36", Some("Thumbor"), Category::Other),
 ];
 
@@ -168,6 +179,14 @@ fn the_recall_pass_names_these() {
     for person in [
         "SurveyMonkey/5.4.1 (iPhone; iOS 17.5; Scale/3.00)",
         "Mozilla/5.0 (Linux; Android 13; SM-A536B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Mobile Safari/537.36 GhostBrowser/2.1",
+        // An app owns the page and the address in its platform comment; a phone's user owns
+        // the site or address in its browser's; a device's model is no site.
+        "Liferea/1.10 (Linux; en_US.UTF-8; http://liferea.sf.net/)",
+        "MyApp/2.3 (Windows NT 10.0; support@myapp.com)",
+        "Mozilla/5.0 (Linux; Android 10; someone@example.com) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Mobile Safari/537.36",
+        "Mozilla/5.0 (Linux; U; Android 2.2; en-us; LG-P500.RU Build/FRF91) AppleWebKit/533.1 (KHTML, like Gecko) Version/4.0 Mobile Safari/533.1",
+        "Mozilla/5.0 (Linux; U; Android 2.3.3; GT-S5830 - Forum: http://example.org/forum Build/GRWK74) AppleWebKit/533.1 (KHTML, like Gecko) Version/4.0 Mobile Safari/533.1",
+        "Mozilla/5.0 (Linux; U; Android 4.1.2; GT-I9300de_DE Build/JZO54K) AppleWebKit/ (KHTML, like Gecko) Version/ Mobile Safari/ Wetter.de/1.7",
     ] {
         assert_eq!(crawlers.classify(person.as_bytes()), Who::Person, "{person}");
     }
@@ -417,16 +436,16 @@ fn classification_rates_on_real_labelled_user_agents() {
     );
     assert!(misread_all.len() * 100 < isbot_all.len());
     // Recall: the issue asks for 95% on crawler-user-agents and on isbot's crawlers, and for
-    // crawler-user-agents within 2 points of isbot's. This reading reaches the first (96.9%),
+    // crawler-user-agents within 2 points of isbot's. This reading reaches the first (97.4%),
     // not the others (WhatsApp, a person's app by design, is 25 of crawler-user-agents'
     // instances; isbot's list holds apps and HTTP libraries crawlgate reads as people;
     // docs/decisions/classifier-grammar.md has the rest): the floors held are what it reaches,
     // so that a change can only keep or raise them.
     let rate = |name: &str| rates.iter().find(|(n, _, _)| *n == name).unwrap().1;
     for (name, floor) in [
-        ("crawler-user-agents", 96.8),
-        ("isbot crawlers", 77.0),
-        ("uap-core spiders", 95.8),
+        ("crawler-user-agents", 97.3),
+        ("isbot crawlers", 77.6),
+        ("uap-core spiders", 95.9),
     ] {
         assert!(rate(name) >= floor, "{name}: {:.1}% < {floor}%", rate(name));
     }

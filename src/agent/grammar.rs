@@ -14,8 +14,14 @@
 //! - the device and app-information comments of app shells (`Instagram … Android (…; HTC;
 //!   htc_botdugls; …)`, `[FBAN/FBIOS;…]`, `HbbTV/1.5.1 (+DRM;BOTECH;…)`), and their own product
 //!   in a browser's header;
-//! - URLs and e-mail addresses in a platform comment (`MyApp/2.3 (Windows NT 10.0;
+//! - URLs and e-mail addresses in an app's platform comment (`MyApp/2.3 (Windows NT 10.0;
 //!   support@myapp.com)` is an app with its support address) and in an app shell's comments.
+//!
+//! A header that starts `Mozilla/x (…)` says it is a browser, and a browser writes its device in
+//! that comment, never a site: there an entry that *is* a URL, an e-mail address or a site's name
+//! (`(Windows NT 6.1; WOW64; https://top.mail.ru/passremind)`) is a crawler signal (an address or
+//! a site only when no phone is named), and so is a site's name between that comment and the
+//! engine, where a browser writes nothing (`… like Mac OS X) adbeat.com/policy AppleWebKit/…`).
 //!
 //! The reader is one pass over the bytes to split the header and one over its parts; it holds
 //! up to a few dozen places on the stack and spills to the heap only for longer headers.
@@ -485,12 +491,23 @@ fn plus_site(text: &[u8]) -> bool {
             >= 2
 }
 
-/// An e-mail address: a letter or digit, `@`, a label, a dot and a letter.
+/// An e-mail address: a letter or digit, `@` (or `[at]`), a label, a dot and a letter.
 fn has_email(text: &[u8]) -> bool {
     let mut from = 0;
-    while let Some(at) = memchr::memchr(b'@', &text[from..]).map(|n| from + n) {
+    while let Some(at) = memchr::memchr2(b'@', b'[', &text[from..]).map(|n| from + n) {
+        let skip = if text[at] == b'@' {
+            1
+        } else if text
+            .get(at + 1..at + 4)
+            .is_some_and(|rest| rest.eq_ignore_ascii_case(b"at]"))
+        {
+            4
+        } else {
+            from = at + 1;
+            continue;
+        };
         if at > 0 && text[at - 1].is_ascii_alphanumeric() {
-            let domain = &text[at + 1..];
+            let domain = &text[at + skip..];
             let label = domain
                 .iter()
                 .position(|&b| !(b.is_ascii_alphanumeric() || b == b'-'))
@@ -573,11 +590,16 @@ pub fn read(h: &[u8]) -> Reading {
     reading.shape.browser = browser;
 
     // What the header holds at all, so that no entry is searched for what it cannot have.
-    let at_sign = memchr::memchr(b'@', h).is_some();
+    let at_sign = memchr::memchr(b'@', h).is_some() || has_bracketed_at(h);
     let colon = memchr::memchr(b':', h).is_some();
     let mut app = false;
     let mut after_engine = false;
     let mut domain = false;
+    // A site's name where a browser writes nothing, between its platform comment and its
+    // engine (`… like Mac OS X) adbeat.com/policy AppleWebKit/…`): the header's sender's, even
+    // on a phone.
+    let mut site_before_engine = false;
+    let mut engine_seen = false;
     let mut previous_product: Option<&[u8]> = None;
     let last = parts.len().saturating_sub(1);
     for (index, part) in parts.iter().enumerate() {
@@ -616,7 +638,10 @@ pub fn read(h: &[u8]) -> Reading {
                 (_, true) => Place::BrowserProduct,
                 (_, false) => Place::Product,
             };
-            domain |= name.contains(&b'.') && is_domain(name);
+            let site = name.contains(&b'.') && is_domain(name);
+            domain |= site;
+            site_before_engine |= site && browser && index >= 2 && !engine_seen;
+            engine_seen |= part.name.engine();
             reading.spans.push(Span {
                 start: part.start,
                 end: part.end,
@@ -652,6 +677,9 @@ pub fn read(h: &[u8]) -> Reading {
         if role == Role::Platform {
             reading.shape.platform = true;
             platform_products(h, &list, &mut reading);
+            if index == 1 && mozilla {
+                domain |= posing_platform(h, &list, &mut reading.signals);
+            }
         }
         if matches!(role, Role::Platform | Role::AppInfo) {
             continue;
@@ -682,7 +710,52 @@ pub fn read(h: &[u8]) -> Reading {
             reading.signals.remove(Signal::Domain);
         }
     }
+    if site_before_engine {
+        reading.signals.add(Signal::Domain);
+    }
     reading
+}
+
+/// The crawler signals of the platform comment of a header that starts `Mozilla/x (…)`: an
+/// entry that is a URL, an e-mail address or a site's name (`(Windows NT 6.1; WOW64;
+/// https://top.mail.ru/passremind)`, `(X11; Linux x86_64; HubSpot …;
+/// web-crawlers+links@hubspot.com)`, `(Windows NT 10.0; cludo.com bot)`). Such a header says
+/// it is a browser, and a browser writes its device there, never a site: none of the 124,367
+/// people's headers of the vendored corpora does. Words there still never count. An app that
+/// names itself first (`Liferea/1.10 (Linux; en_US.UTF-8; http://liferea.sf.net/)`) owns the
+/// page in its platform comment and is not read here. Returns whether an entry is a site's
+/// name (a signal the caller weighs with the rest: a phone's header keeps none).
+fn posing_platform(h: &[u8], list: &[(usize, usize)], signals: &mut Signals) -> bool {
+    let mut site = false;
+    for &(s, e) in list {
+        let entry = &h[s..e];
+        if find_ignore_case(entry, b"build/").is_some() {
+            continue;
+        }
+        if starts_with_ignore_case(entry, b"http://")
+            || starts_with_ignore_case(entry, b"https://")
+            || plus_site(entry)
+        {
+            signals.add(Signal::Url);
+        }
+        if !entry.contains(&b' ') && has_email(entry) {
+            signals.add(Signal::Email);
+        }
+        // A site's name in small letters (a device's model is written in capitals:
+        // `LG-P500.RU`).
+        let word = entry.split(|&b| b == b' ').next().unwrap_or_default();
+        site |= word.contains(&b'.') && !word.iter().any(u8::is_ascii_uppercase) && is_domain(word);
+    }
+    site
+}
+
+/// Whether the header writes an e-mail address's `@` as `[at]`, as some crawlers do to keep
+/// their address from harvesters (`+centuryb.o.t9[at]gmail.com`).
+pub(super) fn has_bracketed_at(h: &[u8]) -> bool {
+    memchr::memchr_iter(b'[', h).any(|at| {
+        h.get(at + 1..at + 4)
+            .is_some_and(|rest| rest.eq_ignore_ascii_case(b"at]"))
+    })
 }
 
 /// Reads a `compatible` comment or an engine's, adding what names the client; `None` for any
@@ -894,12 +967,15 @@ mod tests {
         )
         .signals
         .has(Signal::Domain));
-        // A site in a platform comment is its device's or its user's.
-        assert!(
-            !read(b"Mozilla/5.0 (Windows NT 10.0; example.com) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36")
-                .signals
-                .has(Signal::Domain)
-        );
+        // A site in a browser's platform comment is its sender's, unless the device is a
+        // phone (its user's); a device's model in capitals is none.
+        let site = |h: &str| read(h.as_bytes()).signals.has(Signal::Domain);
+        assert!(site("Mozilla/5.0 (Windows NT 10.0; example.com) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"));
+        assert!(!site("Mozilla/5.0 (Linux; Android 10; example.com) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Mobile Safari/537.36"));
+        assert!(!site("Mozilla/5.0 (Linux; U; Android 2.2; en-us; LG-P500.RU Build/FRF91) AppleWebKit/533.1 (KHTML, like Gecko) Version/4.0 Mobile Safari/533.1"));
+        // Between the platform comment and the engine, where a browser writes nothing, a site
+        // is its sender's on any device.
+        assert!(site("Mozilla/5.0 (iPad; CPU OS 15_3_1 like Mac OS X) adbeat.com/policy AppleWebKit/605.1.15 (KHTML, like Gecko) Version/15.3.1 Mobile/15E148 Safari/604.1"));
     }
 
     #[test]
@@ -913,7 +989,22 @@ mod tests {
         ));
         assert!(!url("Mozilla/5.0 (Unknown; Linux armv7l) AppleWebKit/537.1+ (KHTML, like Gecko) Safari/537.1+ LG Browser/6.00.00(+mouse+3D+SCREEN+TUNER; LGE; 42LA6208-ZA)"));
         assert!(!url("Mozilla/5.0 (Linux; Android 9; ATV R1) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/87.0 Safari/537.36 HbbTV/1.5.1 (+DRM;BOTECH;ATV R1;Demo 1.0;;) FVC/5.0 (BOTECH;TVs;)"));
+        // A header that starts `Mozilla/x (…)` says it is a browser, whose platform comment
+        // holds a device: a URL or an address written there as an entry is its sender's.
+        assert!(url("Mozilla/5.0 (Windows NT 6.1; WOW64; https://top.mail.ru/passremind) AppleWebKit/537.22 (KHTML, like Gecko)"));
+        assert!(url(
+            "Mozilla/5.0 (iPhone; Y!J-BRY/YATSH crawler; http://help.yahoo.co.jp/help/)"
+        ));
+        assert!(!url("Mozilla/5.0 (Linux; U; Android 2.3.3; GT-S5830 - Forum: http://example.org/ Build/GRWK74) AppleWebKit/533.1 (KHTML, like Gecko) Version/4.0 Mobile Safari/533.1"));
         let email = |h: &str| read(h.as_bytes()).signals.has(Signal::Email);
+        assert!(email("Mozilla/5.0 (X11; Linux x86_64; HubSpot link check; web-crawlers+links@hubspot.com) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/51.0 Safari/537.36"));
+        assert!(!email("Mozilla/5.0 (Linux; Android 10; someone@example.com) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Mobile Safari/537.36"));
+        assert!(email(
+            "Mozilla/5.0 (compatible; +centuryb.o.t9[at]gmail.com)"
+        ));
+        assert!(!email(
+            "Mozilla/5.0 [at] (compatible; MSIE 9.0; Windows NT 6.1)"
+        ));
         assert!(email("ichiro/2.0 (ichiro@nttr.co.jp)"));
         assert!(!email("MyApp/2.3 (Windows NT 10.0; support@myapp.com)"));
         assert!(!email(

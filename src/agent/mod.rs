@@ -303,13 +303,18 @@ pub enum Signal {
     /// Preview)`): browsers write nothing there.
     EngineComment,
     /// A URL in a comment that is not a platform's or an app's (`(+https://example.com/bot)`),
-    /// or a product `+http://…`, as crawlers give their operator's page.
+    /// a product `+http://…`, or an entry that is a URL in the platform comment of a header
+    /// that starts `Mozilla/x (…)` (a browser writes its device there), as crawlers give their
+    /// operator's page.
     Url,
-    /// An e-mail address outside platform and app comments, in a header that names no phone
-    /// (`ichiro/2.0 (ichiro@nttr.co.jp)`).
+    /// An e-mail address (`@` or `[at]`) outside platform and app comments, or as an entry of
+    /// the platform comment of a header that starts `Mozilla/x (…)`, in a header that names no
+    /// phone (`ichiro/2.0 (ichiro@nttr.co.jp)`).
     Email,
     /// A product or a comment named by a site (`Salesforce.com`, `2ip.ru CMS Detector`,
-    /// `PostRank/2.0 (postrank.com)`), in a header that names no phone.
+    /// `PostRank/2.0 (postrank.com)`, `Mozilla/5.0 (feeder.co; …)`), in a header that names
+    /// no phone; or a site's name where a browser writes nothing, between its platform comment
+    /// and its engine (`… like Mac OS X) adbeat.com/policy AppleWebKit/…`), on any device.
     Domain,
     /// A subscriber count (`(12 subscribers; …)`), as feed fetchers give.
     Subscribers,
@@ -333,8 +338,8 @@ impl Signal {
             Signal::Word => "a crawler word (bot, crawler, spider, ...) naming a product",
             Signal::Compatible => "a `compatible` comment naming one client and no platform",
             Signal::EngineComment => "a name written into the browser engine's comment",
-            Signal::Url => "a URL in a comment that is not a platform's",
-            Signal::Email => "an e-mail address outside a platform comment",
+            Signal::Url => "a URL in a comment that is not an app's platform comment",
+            Signal::Email => "an e-mail address outside an app's platform comment",
             Signal::Domain => "a product or a comment named by a site",
             Signal::Subscribers => "a subscriber count, as feed fetchers give",
         }
@@ -421,8 +426,8 @@ pub struct Classifier {
 /// The marks a header must hold somewhere for the reader to find a crawler signal in it:
 /// `khtml` (an engine comment, which has a name in it unless it is exactly `KHTML, like
 /// Gecko`), the crawler words, `compatible`, `subscriber`, `://`, `@`; and, looked for by their
-/// byte ([`has_byte_marks`]), a `+` before a letter or digit (a `+site`) and a `.` before a
-/// letter (a site's name). None of these patterns can hide a whole-token match from a
+/// byte ([`has_byte_marks`]), a `+` before a letter or digit (a `+site`), a `.` before a
+/// letter (a site's name) and an address's `[at]`. None of these patterns can hide a whole-token match from a
 /// leftmost-longest scan: a letters-only one stays inside its run (and the longest match at a
 /// run's start is the whole run when it is a token), the others hold no letter. So the gate's
 /// scan finds the same whole tokens as the tokens' own automaton, and its answer is reused.
@@ -433,11 +438,13 @@ fn marks() -> Vec<String> {
     out
 }
 
-/// Whether the header holds a `+` before a letter or digit, or a `.` before a letter.
+/// Whether the header holds a `+` before a letter or digit, a `.` before a letter, or an
+/// address's `[at]`.
 fn has_byte_marks(header: &[u8]) -> bool {
     let before = |at: usize, test: fn(&u8) -> bool| header.get(at + 1).is_some_and(test);
     memchr::memchr_iter(b'+', header).any(|at| before(at, u8::is_ascii_alphanumeric))
         || memchr::memchr_iter(b'.', header).any(|at| before(at, u8::is_ascii_alphabetic))
+        || grammar::has_bracketed_at(header)
 }
 
 /// What the gate's scan of a header found: whether nothing in it could name a crawler,

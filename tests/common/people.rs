@@ -127,6 +127,7 @@ pub const NOT_PEOPLE: &[(&str, &str)] = &[
     ("FASTMobileCrawl", "FAST's mobile search crawler posing as a Nokia phone, so its product says"),
     ("Push Notification Scanner", "RSSRadio's feed scanner, so its header says"),
     ("SiteScoreBot", "an SEO crawler, so its header says (in the user-agents sample: its collector's isbot did not know it then)"),
+    ("Mozilla/5.0 (feeder.co;", "Feeder's feed fetcher, which writes its site in the browser's platform comment (crawler-user-agents lists it)"),
     ("intoli.com Safari", "the user-agents collector's own headless fetcher, which writes its company's site in the browser's place"),
     // Labelled browsers by isbot's fixtures or the user-agents sample, whose own header is a
     // crawler's by the catalog or by its form: counted apart, and printed with the rates.
