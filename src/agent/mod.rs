@@ -18,13 +18,13 @@
 //! e-mail address outside platform and app comments, a product or a comment named by a site,
 //! a subscriber count. Anything else is a person.
 //!
-//! One Aho-Corasick automaton holds every known token, so a header is scanned once whatever
-//! the size of the catalog (see [`Classifier::classify`]).
+//! One pass over the header finds its whole-run tokens in a table of every known token, so a
+//! header is scanned once whatever the size of the catalog ([`scan`], [`Classifier::classify`]).
 
 pub mod grammar;
+mod scan;
 pub mod vocabulary;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fmt;
@@ -32,7 +32,6 @@ use std::fmt;
 use crate::robots::token::is_product_token;
 pub use crate::robots::token::is_token_byte;
 pub use grammar::{Place, Shape};
-use smallvec::SmallVec;
 
 /// What a crawler is for; a bounded set, so that it can label metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -408,91 +407,14 @@ impl Classified {
 #[derive(Debug, Clone)]
 pub struct Classifier {
     agents: Vec<KnownAgent>,
-    /// The tokens, lower-cased (pattern `i` is `agents[i]`); leftmost-longest, so that one
-    /// plain scan finds every whole-token match (see [`Classifier::classify`]).
-    automaton: AhoCorasick,
-    /// The tokens, then the [`marks`]: one scan tells whether a header holds anything that
-    /// could name a crawler ([`Classifier::plainly_a_person`]), and finds its whole tokens.
-    gate: AhoCorasick,
-    /// The crawler words ([`vocabulary::CRAWLER_WORDS`]), found overlapping: the site's
-    /// tokens' reading scans for them, and the gate's reading where its scan may hide one.
-    words: AhoCorasick,
-    /// For each pattern of the gate, whether it is a crawler word (a mark, or a token written
-    /// as one: equal matches are reported once) and whether a match of it may hide one
-    /// ([`may_hide_a_word`]).
-    word_roles: Vec<(bool, bool)>,
-}
-
-/// The marks a header must hold somewhere for the reader to find a crawler signal in it:
-/// `khtml` (an engine comment, which has a name in it unless it is exactly `KHTML, like
-/// Gecko`), the crawler words, `compatible`, `subscriber`, `://`, `@`; and, looked for by their
-/// byte ([`has_byte_marks`]), a `+` before a letter or digit (a `+site`), a `.` before a
-/// letter (a site's name) and an address's `[at]`. None of these patterns can hide a whole-token match from a
-/// leftmost-longest scan: a letters-only one stays inside its run (and the longest match at a
-/// run's start is the whole run when it is a token), the others hold no letter. So the gate's
-/// scan finds the same whole tokens as the tokens' own automaton, and its answer is reused.
-fn marks() -> Vec<String> {
-    let mut out = vec!["khtml".to_owned()];
-    out.extend(vocabulary::CRAWLER_WORDS.iter().map(|w| (*w).to_owned()));
-    out.extend(["compatible", "subscriber", "://", "@"].map(str::to_owned));
-    out
-}
-
-/// Whether the header holds a `+` before a letter or digit, a `.` before a letter, or an
-/// address's `[at]`.
-fn has_byte_marks(header: &[u8]) -> bool {
-    let before = |at: usize, test: fn(&u8) -> bool| header.get(at + 1).is_some_and(test);
-    memchr::memchr_iter(b'+', header).any(|at| before(at, u8::is_ascii_alphanumeric))
-        || memchr::memchr_iter(b'.', header).any(|at| before(at, u8::is_ascii_alphabetic))
-        || grammar::has_bracketed_at(header)
-}
-
-/// What the gate's scan of a header found: whether nothing in it could name a crawler,
-/// every whole-run token match (pattern, start, end), in order, and where crawler words stand
-/// or may stand, so that the reading needs no scan of its own.
-struct Gate {
-    plain: bool,
-    tokens: SmallVec<[(usize, usize, usize); 8]>,
-    /// The crawler words the scan found (start, end).
-    words: SmallVec<[(usize, usize); 4]>,
-    /// The matches that may hide one (start, end): where matches overlap, a leftmost-longest
-    /// scan reports only one of them ([`may_hide_a_word`]).
-    hiding: SmallVec<[(usize, usize); 4]>,
-}
-
-/// Whether a leftmost-longest match of `pattern` (lower-cased) may hide a crawler word from
-/// the scan, so that the words must be looked for again where it stands: a word starts inside
-/// it after its first byte (`bot` in `googlebot`), or at its first byte and is shorter (`crawl`
-/// in `crawler`), or starts inside it and runs on past its end (`robot` after `monitor` in
-/// `monitorobot`). A word starting at the same byte and longer would have been the match; any
-/// other word is the scan's own match, since no match that overlaps it starts before it.
-fn may_hide_a_word(pattern: &str) -> bool {
-    let pattern = pattern.as_bytes();
-    (0..pattern.len()).any(|at| {
-        let rest = &pattern[at..];
-        vocabulary::CRAWLER_WORDS.iter().any(|word| {
-            let word = word.as_bytes();
-            if at == 0 {
-                word.len() < pattern.len() && rest.starts_with(word)
-            } else {
-                rest.starts_with(word) || word.starts_with(rest)
-            }
-        })
-    })
-}
-
-/// Where a reading finds the crawler words of a header.
-#[derive(Clone, Copy)]
-enum Words<'a> {
-    /// By a scan of its own, from the first stretch that names the client to the last.
-    Scan,
-    /// Where the gate's scan found them, and again only where it may have hidden one.
-    Gate(&'a Gate),
+    /// The tokens (run `i` is `agents[i]`'s token) and the words people's headers are made of,
+    /// for the one pass over a header ([`scan::Runs::scan`]).
+    runs: scan::Runs,
 }
 
 /// Whether a `khtml` at `header[at..]` opens exactly `KHTML, like Gecko)`: an engine comment
 /// with nothing else in it (`,` and spaces between the words may vary).
-fn plain_engine_comment(header: &[u8], at: usize) -> bool {
+pub(crate) fn plain_engine_comment(header: &[u8], at: usize) -> bool {
     let rest = header.get(at + 5..).unwrap_or_default();
     let gap = rest.iter().take_while(|&&b| b == b',' || b == b' ').count();
     rest.get(gap..gap + 11)
@@ -513,24 +435,6 @@ pub enum ClassifierError {
         /// The token.
         token: String,
     },
-    /// The automaton could not be built (too many or too long tokens).
-    #[error("cannot build the User-Agent automaton: {0}")]
-    Build(#[from] aho_corasick::BuildError),
-}
-fn build(kind: MatchKind, patterns: &[String]) -> Result<AhoCorasick, aho_corasick::BuildError> {
-    // Full DFAs: the fastest searches, and a few thousand short tokens keep them small.
-    AhoCorasickBuilder::new()
-        .ascii_case_insensitive(true)
-        .match_kind(kind)
-        .kind(Some(AhoCorasickKind::DFA))
-        .prefilter(false)
-        .build(patterns)
-}
-
-/// Whether `header[start..end]` is a whole run of token bytes.
-fn is_whole(header: &[u8], start: usize, end: usize) -> bool {
-    (start == 0 || !is_token_byte(header[start - 1]))
-        && header.get(end).is_none_or(|&b| !is_token_byte(b))
 }
 
 /// A crawler word at `header[start..end]` names the client when it begins or ends a word (a
@@ -591,27 +495,15 @@ impl Classifier {
                 unique.push(agent);
             }
         }
-        let tokens: Vec<String> = unique
+        let tokens: Vec<(String, bool)> = unique
             .iter()
-            .map(|agent| agent.token.to_ascii_lowercase())
-            .collect();
-        let gate: Vec<String> = tokens.iter().cloned().chain(marks()).collect();
-        let word_roles = gate
-            .iter()
-            .map(|pattern| {
-                let word = vocabulary::CRAWLER_WORDS.contains(&pattern.as_str());
-                (word, may_hide_a_word(pattern))
+            .map(|agent| {
+                let never = matches!(agent.matching, Matching::Never | Matching::PersonsApp);
+                (agent.token.to_ascii_lowercase(), !never)
             })
             .collect();
-        let words: Vec<String> = vocabulary::CRAWLER_WORDS
-            .iter()
-            .map(|w| (*w).to_owned())
-            .collect();
         Ok(Classifier {
-            automaton: build(MatchKind::LeftmostLongest, &tokens)?,
-            words: build(MatchKind::Standard, &words)?,
-            gate: build(MatchKind::LeftmostLongest, &gate)?,
-            word_roles,
+            runs: scan::Runs::new(tokens.iter().map(|(t, counts)| (t.as_str(), *counts))),
             agents: unique,
         })
     }
@@ -628,115 +520,59 @@ impl Classifier {
 
     /// Classifies one User-Agent header value (bytes: headers need not be UTF-8).
     ///
-    /// The header is read once ([`grammar::read`]) into the stretches that name the client and
-    /// the signals its form gives. One non-overlapping leftmost-longest scan then finds every
-    /// whole-token match: such a match starts where a run of `[A-Za-z_-]` starts, no match can
-    /// straddle that start (the patterns hold no other byte), and the longest pattern matching
-    /// there is the token that spans the whole run, if any does. A token counts when it lies in
-    /// one of the stretches (they start where runs start; a name of several words, `Xenu Link
-    /// Sleuth`, runs on over the products after it) and its [`Matching`] allows the place.
-    /// Crawler words are looked for only when no token decides.
+    /// One pass over the header ([`scan`]) finds its whole-run tokens (a token matches only a
+    /// whole run of `[A-Za-z_-]`, so each run is looked up whole in a table), its crawler words
+    /// and the marks a crawler signal needs. Most headers are people's, and most of those hold
+    /// nothing that could name a crawler: no catalog token that may count, no crawler word, no
+    /// mark. Such a header is a person without being read ([`Classifier::plainly_a_person`]);
+    /// the answer is the one reading it would give.
     ///
-    /// Most headers are people's, and most of those hold nothing that could name a crawler: no
-    /// catalog token that may count, and none of the marks any signal needs ([`marks`]). Such
-    /// a header is a person without being read ([`Classifier::plainly_a_person`]); the answer is
-    /// the one reading it would give.
+    /// Any other header is read once ([`grammar::read`]) into the stretches that name the client
+    /// and the signals its form gives. A token counts when it lies in one of the stretches (they
+    /// start where runs start; a name of several words, `Xenu Link Sleuth`, runs on over the
+    /// products after it) and its [`Matching`] allows the place. Crawler words count only when
+    /// no token decides.
     pub fn classify(&self, user_agent: &[u8]) -> Who {
         self.read(user_agent).who
     }
 
     /// [`Classifier::classify`], with where the name stood and the signal the header carries.
     pub fn read(&self, user_agent: &[u8]) -> Classified {
-        let gate = self.gate(user_agent);
-        if gate.plain {
-            return Classified::PERSON;
-        }
-        self.decide(
-            user_agent,
-            &grammar::read(user_agent),
-            &gate.tokens,
-            Words::Gate(&gate),
-        )
+        self.read_keeping(user_agent).0
     }
 
     /// [`Classifier::read`], and the reading when the header was read, for another classifier of
     /// the same header (a site's own tokens) to share.
     pub fn read_keeping(&self, user_agent: &[u8]) -> (Classified, Option<grammar::Reading>) {
-        let gate = self.gate(user_agent);
-        if gate.plain {
+        let scan = self.runs.scan(user_agent);
+        if scan.plain {
             return (Classified::PERSON, None);
         }
         let reading = grammar::read(user_agent);
-        (
-            self.decide(user_agent, &reading, &gate.tokens, Words::Gate(&gate)),
-            Some(reading),
-        )
+        (self.decide(user_agent, &reading, &scan), Some(reading))
     }
 
-    /// One scan of the gate automaton ([`marks`]).
-    fn gate(&self, user_agent: &[u8]) -> Gate {
-        let agents = self.agents.len();
-        let mut gate = Gate {
-            plain: true,
-            tokens: SmallVec::new(),
-            words: SmallVec::new(),
-            hiding: SmallVec::new(),
-        };
-        for found in self.gate.find_iter(user_agent) {
-            let (start, end, pattern) = (found.start(), found.end(), found.pattern().as_usize());
-            let (word, hides) = self.word_roles.get(pattern).copied().unwrap_or_default();
-            if word {
-                gate.words.push((start, end));
-            }
-            if hides {
-                gate.hiding.push((start, end));
-            }
-            match self.agents.get(pattern) {
-                Some(agent) => {
-                    let whole = is_whole(user_agent, start, end);
-                    if whole {
-                        gate.tokens.push((pattern, start, end));
-                    }
-                    let never = matches!(agent.matching, Matching::Never | Matching::PersonsApp);
-                    gate.plain &= whole && never && !word;
-                }
-                None => {
-                    gate.plain &= pattern == agents && plain_engine_comment(user_agent, start);
-                }
-            }
-        }
-        gate.plain = gate.plain && !has_byte_marks(user_agent);
-        gate
-    }
-
-    /// Whether `user_agent` holds nothing that could name a crawler: no run that a token of this
-    /// classifier may count as or hide a word in, and none of the [`marks`] that every crawler
-    /// signal needs (a `khtml` that opens exactly `KHTML, like Gecko)` is none). Such a header is
-    /// a person's; a site's own tokens need a signal too, so none can name it either. One scan:
-    /// any match but a whole token that never counts, or a plain engine comment, says no.
+    /// Whether `user_agent` holds nothing that could name a crawler: no run that is a token of
+    /// this classifier that may count, no crawler word, and none of the marks that every crawler
+    /// signal needs ([`scan`]; a `KHTML` that opens exactly `KHTML, like Gecko)` is none). Such
+    /// a header is a person's; a site's own tokens need a signal too, so none can name it
+    /// either.
     pub fn plainly_a_person(&self, user_agent: &[u8]) -> bool {
-        self.gate(user_agent).plain
+        self.runs.scan(user_agent).plain
     }
 
     /// [`Classifier::read`] of a header already read by [`grammar::read`]: classifiers of the
     /// same header (a site's catalog and its own tokens) share one reading.
     pub fn read_with(&self, user_agent: &[u8], reading: &grammar::Reading) -> Classified {
-        let tokens: SmallVec<[(usize, usize, usize); 8]> = self
-            .automaton
-            .find_iter(user_agent)
-            .map(|found| (found.pattern().as_usize(), found.start(), found.end()))
-            .filter(|&(_, start, end)| is_whole(user_agent, start, end))
-            .collect();
-        self.decide(user_agent, reading, &tokens, Words::Scan)
+        self.decide(user_agent, reading, &self.runs.scan(user_agent))
     }
 
-    /// The classification of a read header whose whole-run token matches are `tokens`.
+    /// The classification of a read header, from what the pass over it found.
     fn decide(
         &self,
         user_agent: &[u8],
         reading: &grammar::Reading,
-        tokens: &[(usize, usize, usize)],
-        words: Words,
+        scan: &scan::Scan,
     ) -> Classified {
         let spans = &reading.spans;
         // (row, name length, place) of the longest name that counts without a signal, and of
@@ -745,7 +581,7 @@ impl Classifier {
         let mut best_with_signal: Option<(usize, usize, Place)> = None;
         let mut own_app = false;
         let mut at = 0;
-        for &(index, start, end) in tokens {
+        for &(index, start, end) in &scan.tokens {
             let Some(agent) = self.agents.get(index) else {
                 continue;
             };
@@ -791,7 +627,7 @@ impl Classifier {
         let signal_matters = best.is_none()
             || best_with_signal
                 .is_some_and(|(_, own, _)| best.is_some_and(|(_, len, _)| own > len));
-        if signal_matters && self.has_word(user_agent, spans, words) {
+        if signal_matters && has_word(user_agent, spans, &scan.words) {
             signals.add(Signal::Word);
         }
         let signal = signals.first();
@@ -812,50 +648,15 @@ impl Classifier {
             persons_app: own_app,
         }
     }
+}
 
-    /// Whether a crawler word stands in one of the stretches that name the client (disjoint, in
-    /// order). By a scan of its own: one overlapping scan from the first stretch to the last.
-    /// From the gate: the words its scan found, and an overlapping scan of each match that may
-    /// have hidden one, from its start to where a word starting inside it would end; each byte
-    /// is then looked at a bounded number of times, whatever the header holds.
-    fn has_word(&self, header: &[u8], spans: &[grammar::Span], words: Words) -> bool {
-        let counts = |start: usize, end: usize| {
-            let at = spans.partition_point(|span| span.end < end);
-            spans.get(at).is_some_and(|span| span.start <= start) && word_counts(header, start, end)
-        };
-        let gate = match words {
-            Words::Gate(gate) => gate,
-            Words::Scan => {
-                let (Some(first), Some(last)) = (spans.first(), spans.last()) else {
-                    return false;
-                };
-                return self
-                    .words
-                    .find_overlapping_iter(&header[first.start..last.end])
-                    .any(|found| counts(first.start + found.start(), first.start + found.end()));
-            }
-        };
-        let longest = vocabulary::CRAWLER_WORDS
-            .iter()
-            .map(|w| w.len())
-            .max()
-            .unwrap_or(0);
-        gate.words.iter().any(|&(start, end)| counts(start, end))
-            || gate.hiding.iter().any(|&(start, end)| {
-                let stop = (end + longest).min(header.len());
-                // Only where a stretch lies.
-                let at = spans.partition_point(|span| span.end <= start);
-                if spans.get(at).is_none_or(|span| span.start >= stop) {
-                    return false;
-                }
-                self.words
-                    .find_overlapping_iter(&header[start..stop])
-                    .any(|found| {
-                        let (from, to) = (start + found.start(), start + found.end());
-                        from < end && counts(from, to)
-                    })
-            })
-    }
+/// Whether one of the crawler words found in a header (`words`: start, end) stands in one of the
+/// stretches that name the client (disjoint, in order) and counts there ([`word_counts`]).
+fn has_word(header: &[u8], spans: &[grammar::Span], words: &[(usize, usize)]) -> bool {
+    words.iter().any(|&(start, end)| {
+        let at = spans.partition_point(|span| span.end < end);
+        spans.get(at).is_some_and(|span| span.start <= start) && word_counts(header, start, end)
+    })
 }
 
 /// Whether `tail` (the rest of a name after its token) follows `header[..end]`, and ends where

@@ -62,6 +62,11 @@ pub fn only_as_word(word: &[u8]) -> bool {
 /// Android 14; …)`, `(X11; …)`, `(iPhone; CPU iPhone OS …)`, `(Series40; Nokia…)`,
 /// `(SymbianOS/9.4; …)`, `(Web0S; Linux/SmartTV)`, `(hp-tablet; …)`). Such a comment names the
 /// device a person holds, in a browser's header or an app's, never a crawler.
+/// The lists of words people's browsers and apps write (platforms, engines, app shells,
+/// `compatible` browsers), which name no crawler.
+pub(super) const PEOPLES_WORDS: [&[&str]; 4] =
+    [PLATFORM_WORDS, ENGINES, APP_SHELLS, COMPATIBLE_BROWSERS];
+
 const PLATFORM_WORDS: &[&str] = &[
     "linux",
     "android",
