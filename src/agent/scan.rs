@@ -55,8 +55,7 @@ pub(super) struct Scan {
 /// The runs a scan knows, built once per classifier.
 #[derive(Debug, Clone)]
 pub(super) struct Runs {
-    /// The runs, lower-cased, and what each is (while the table is built, also by run).
-    known: HashMap<Box<[u8]>, Known, FixedState>,
+    /// The runs, lower-cased, and what each is.
     entries: Vec<(Box<[u8]>, Known)>,
     /// An open-addressed index of `entries` by [`fold`] and length (`u32::MAX`: empty).
     slots: Vec<(u64, u32, u32)>,
@@ -111,15 +110,9 @@ impl Runs {
             let code = trigram(w[0], w[1], w[2]);
             starts[code >> 6] |= 1 << (code & 63);
         }
-        let mut runs = Runs {
-            known: HashMap::with_hasher(FixedState::with_seed(0x7275_6e73_5f73_6361)),
-            entries: Vec::new(),
-            slots: Vec::new(),
-            lengths: (usize::MAX, 0),
-            starts,
-        };
+        let mut known = HashMap::with_hasher(FixedState::with_seed(0x7275_6e73_5f73_6361));
         for (index, (token, counts)) in tokens.into_iter().enumerate() {
-            let known = runs.entry(token);
+            let known = entry(&mut known, &starts, token);
             if known.token.is_none() {
                 known.token = Some((index, counts));
             }
@@ -129,13 +122,18 @@ impl Runs {
                 .iter()
                 .flat_map(|list| list.iter()),
         ) {
-            runs.entry(&word.to_ascii_lowercase());
+            entry(&mut known, &starts, &word.to_ascii_lowercase());
         }
         for word in ["compatible", "subscriber", "subscribers"] {
-            runs.entry(word).mark = Mark::Word;
+            entry(&mut known, &starts, word).mark = Mark::Word;
         }
-        runs.entry("khtml").mark = Mark::Khtml;
-        runs.entries = std::mem::take(&mut runs.known).into_iter().collect();
+        entry(&mut known, &starts, "khtml").mark = Mark::Khtml;
+        let mut runs = Runs {
+            entries: known.into_iter().collect(),
+            slots: Vec::new(),
+            lengths: (usize::MAX, 0),
+            starts,
+        };
         let size = (runs.entries.len() * 2).next_power_of_two().max(16);
         runs.slots = vec![(0, 0, u32::MAX); size];
         for (at, (run, _)) in runs.entries.iter().enumerate() {
@@ -175,40 +173,6 @@ impl Runs {
                 }
             }
             slot = (slot + 1) & (self.slots.len() - 1);
-        }
-    }
-
-    fn entry(&mut self, lower: &str) -> &mut Known {
-        let mut words = SmallVec::new();
-        self.words_in(lower.as_bytes(), |start, end| {
-            if let (Ok(at), Ok(len)) = (u8::try_from(start), u8::try_from(end - start)) {
-                words.push((at, len));
-            }
-        });
-        self.known
-            .entry(lower.as_bytes().into())
-            .or_insert_with(|| Known {
-                words,
-                ..Known::default()
-            })
-    }
-
-    /// Calls `found(start, end)` for every crawler word in `run`, overlapping ones too.
-    fn words_in(&self, run: &[u8], mut found: impl FnMut(usize, usize)) {
-        for at in 0..run.len().saturating_sub(2) {
-            let code = trigram(run[at], run[at + 1], run[at + 2]);
-            if self.starts[code >> 6] & (1 << (code & 63)) == 0 {
-                continue;
-            }
-            for word in CRAWLER_WORDS {
-                let end = at + word.len();
-                if run
-                    .get(at..end)
-                    .is_some_and(|piece| piece.eq_ignore_ascii_case(word.as_bytes()))
-                {
-                    found(at, end);
-                }
-            }
         }
     }
 
@@ -259,7 +223,9 @@ impl Runs {
                 }
                 None => {
                     let before = scan.words.len();
-                    self.words_in(run, |s, e| scan.words.push((start + s, start + e)));
+                    words_in(&self.starts, run, |s, e| {
+                        scan.words.push((start + s, start + e))
+                    });
                     // A run the table does not know but that starts `khtml` may open an engine
                     // comment with a name in it.
                     let khtml = run
@@ -299,6 +265,46 @@ static CLASS: [Class; 256] = {
     }
     table
 };
+
+/// The entry of `lower` in the table being built, made with the crawler words it holds.
+fn entry<'a>(
+    known: &'a mut HashMap<Box<[u8]>, Known, FixedState>,
+    starts: &[u64; 512],
+    lower: &str,
+) -> &'a mut Known {
+    known.entry(lower.as_bytes().into()).or_insert_with(|| {
+        let mut words = SmallVec::new();
+        words_in(starts, lower.as_bytes(), |start, end| {
+            if let (Ok(at), Ok(len)) = (u8::try_from(start), u8::try_from(end - start)) {
+                words.push((at, len));
+            }
+        });
+        Known {
+            words,
+            ..Known::default()
+        }
+    })
+}
+
+/// Calls `found(start, end)` for every crawler word in `run` (overlapping ones too), where
+/// `starts` has a bit for each three letters a word starts with ([`trigram`]).
+fn words_in(starts: &[u64; 512], run: &[u8], mut found: impl FnMut(usize, usize)) {
+    for at in 0..run.len().saturating_sub(2) {
+        let code = trigram(run[at], run[at + 1], run[at + 2]);
+        if starts[code >> 6] & (1 << (code & 63)) == 0 {
+            continue;
+        }
+        for word in CRAWLER_WORDS {
+            let end = at + word.len();
+            if run
+                .get(at..end)
+                .is_some_and(|piece| piece.eq_ignore_ascii_case(word.as_bytes()))
+            {
+                found(at, end);
+            }
+        }
+    }
+}
 
 /// Whether the byte at `at` (not a token byte) starts a mark: `://`, `@`, `[at]`, a `+` before a
 /// letter or digit, a `.` before a letter.
