@@ -497,10 +497,7 @@ fn has_email(text: &[u8]) -> bool {
     while let Some(at) = memchr::memchr2(b'@', b'[', &text[from..]).map(|n| from + n) {
         let skip = if text[at] == b'@' {
             1
-        } else if text
-            .get(at + 1..at + 4)
-            .is_some_and(|rest| rest.eq_ignore_ascii_case(b"at]"))
-        {
+        } else if opens_bracketed_at(text, at) {
             4
         } else {
             from = at + 1;
@@ -751,11 +748,14 @@ fn posing_platform(h: &[u8], list: &[(usize, usize)], signals: &mut Signals) -> 
 
 /// Whether the header writes an e-mail address's `@` as `[at]`, as some crawlers do to keep
 /// their address from harvesters (`+centuryb.o.t9[at]gmail.com`).
-pub(super) fn has_bracketed_at(h: &[u8]) -> bool {
-    memchr::memchr_iter(b'[', h).any(|at| {
-        h.get(at + 1..at + 4)
-            .is_some_and(|rest| rest.eq_ignore_ascii_case(b"at]"))
-    })
+fn has_bracketed_at(h: &[u8]) -> bool {
+    memchr::memchr_iter(b'[', h).any(|at| opens_bracketed_at(h, at))
+}
+
+/// Whether `text[at..]` starts `[at]` (any case).
+pub(super) fn opens_bracketed_at(text: &[u8], at: usize) -> bool {
+    text.get(at..at + 4)
+        .is_some_and(|four| four.eq_ignore_ascii_case(b"[at]"))
 }
 
 /// Reads a `compatible` comment or an engine's, adding what names the client; `None` for any

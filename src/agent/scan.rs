@@ -315,9 +315,7 @@ fn byte_mark(header: &[u8], at: usize) -> bool {
         b'@' => true,
         b'+' => next.is_some_and(u8::is_ascii_alphanumeric),
         b'.' => next.is_some_and(u8::is_ascii_alphabetic),
-        b'[' => header
-            .get(at + 1..at + 4)
-            .is_some_and(|rest| rest.eq_ignore_ascii_case(b"at]")),
+        b'[' => super::grammar::opens_bracketed_at(header, at),
         _ => false,
     }
 }
