@@ -335,7 +335,7 @@ impl GroupMatcher {
     /// Compiles the given rules. Rules that cannot be compiled (an index over the size limits)
     /// are reported in `problems` and left out; the rest still apply.
     pub fn build(mut rules: Vec<Prepared>, problems: &mut Vec<Problem>) -> Self {
-        rules.sort_by(Prepared::precedence);
+        rules.sort_by_key(|rule| std::cmp::Reverse(rule.key()));
         rules.dedup_by(|later, earlier| later.same_as(earlier));
         // Positions are u32: no file within a parse limit has that many rules.
         rules.truncate(u32::MAX as usize - 1);

@@ -22,7 +22,7 @@
 //! [`forms`] gives the other readings an origin server may make of a request path: with
 //! `.`/`..` segments and doubled slashes resolved, and with encoded separators decoded.
 
-use super::segments::{Kept, Separators};
+use super::segments::{self, Kept, Separators};
 use super::MAX_JUDGED_PATH;
 use std::borrow::Cow;
 
@@ -329,11 +329,10 @@ fn decoded_form(normal: &[u8]) -> Option<Vec<u8>> {
 pub fn canonical(path_and_query: &[u8]) -> Option<Vec<u8>> {
     let end = memchr::memchr(b'?', path_and_query).unwrap_or(path_and_query.len());
     let (path, query) = path_and_query.split_at(end);
-    // Most paths have neither a dot nor a doubled slash: two searches answer.
-    if memchr::memchr(b'.', path).is_none() && memchr::memmem::find(path, b"//").is_none() {
+    let rooted = rooted(path);
+    if !segments::drops_any(&rooted) {
         return None;
     }
-    let rooted = rooted(path);
     let kept = Kept::of(&rooted, Separators::Slashes)?;
     let mut resolved = Vec::with_capacity(path_and_query.len() + 1);
     kept.write(&rooted, &mut resolved);

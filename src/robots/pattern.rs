@@ -8,7 +8,6 @@
 
 use super::parse::{Rule, RuleKind};
 use super::path::normalize_pattern;
-use std::cmp::Ordering;
 
 /// A rule's rank: the matching rule with the greatest key decides. It orders by the pattern's
 /// length in octets, then allow before disallow, then the earlier line (so that a verdict names
@@ -50,11 +49,6 @@ impl Prepared {
     pub fn key(&self) -> Key {
         let allow = u64::from(self.kind == RuleKind::Allow);
         (u64::from(self.length) << 33) | (allow << 32) | u64::from(u32::MAX - self.line)
-    }
-
-    /// The order in which rules are tried: greatest key first.
-    pub fn precedence(&self, other: &Self) -> Ordering {
-        other.key().cmp(&self.key())
     }
 
     /// Whether two rules are the same rule twice (RFC 9309: duplicates MAY be deduplicated).
@@ -173,7 +167,7 @@ mod tests {
             prepared(RuleKind::Disallow, "/ab", 4),
             prepared(RuleKind::Allow, "/xy", 5),
         ];
-        rules.sort_by(Prepared::precedence);
+        rules.sort_by_key(|rule| std::cmp::Reverse(rule.key()));
         let lines: Vec<u32> = rules.iter().map(|r| r.line).collect();
         assert_eq!(lines, vec![2, 3, 5, 4, 1]);
     }
