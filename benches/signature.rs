@@ -69,7 +69,7 @@ fn fixture() -> Fixture {
         }],
         ..SignatureSettings::default()
     };
-    let trust = Trust::new(&settings, &Catalog { bots: Vec::new() });
+    let trust = Trust::new(&settings, &Catalog::default());
     let signatures = Signatures::new(trust, None);
     let jwks = format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}"}}]}}"#);
     signatures.keys.put(

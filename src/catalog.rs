@@ -7,6 +7,7 @@
 //! hand-written entries winning. An operator may point to their own file with the same schema.
 
 use crate::agent::{Category, KnownAgent, Matching};
+use crate::referrals::Referrers;
 use crate::robots::token::{is_product_token, leading_token};
 use crate::robots::{Robots, Selected};
 use serde::Deserialize;
@@ -112,12 +113,28 @@ impl CatalogEntry {
     }
 }
 
-/// A crawler catalog.
+/// A crawler operator whose products send people to sites: where its referrals come from.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorEntry {
+    /// The operator, as its crawlers' `operator` names it.
+    pub name: String,
+    /// The hosts its products send people from: a host and its subdomains (`chatgpt.com`),
+    /// or `name.*` for a name under country suffixes (`google.*`); see [`crate::referrals`].
+    pub referrers: Vec<String>,
+    /// Where the hosts are written down.
+    pub source: String,
+}
+
+/// A crawler catalog.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Catalog {
     /// The crawlers, in file order.
     pub bots: Vec<CatalogEntry>,
+    /// The operators whose referrals are counted against their crawls.
+    #[serde(default)]
+    pub operators: Vec<OperatorEntry>,
 }
 
 /// A catalog that cannot be used.
@@ -163,8 +180,18 @@ impl Catalog {
         Ok(curated)
     }
 
-    /// Adds `other`'s entries whose token this catalog does not have (case-insensitively).
+    /// Adds `other`'s entries whose token this catalog does not have (case-insensitively),
+    /// and its operators this one does not list.
     pub fn merge(&mut self, other: Catalog) {
+        for operator in other.operators {
+            if !self
+                .operators
+                .iter()
+                .any(|known| known.name == operator.name)
+            {
+                self.operators.push(operator);
+            }
+        }
         let known: std::collections::HashSet<String> = self
             .bots
             .iter()
@@ -247,7 +274,25 @@ impl Catalog {
                 ));
             }
         }
+        for (index, operator) in catalog.operators.iter().enumerate() {
+            let at = |what: String| invalid(format!("operators[{index}]: {what}"));
+            if !catalog.bots.iter().any(|bot| bot.operator == operator.name) {
+                return Err(at(format!(
+                    "`{}` is the operator of no crawler in this file",
+                    operator.name
+                )));
+            }
+            if let Err(bad) = Referrers::new(std::slice::from_ref(operator)) {
+                return Err(at(bad.to_string()));
+            }
+        }
         Ok(catalog)
+    }
+
+    /// The operators' referrer hosts, ready to match.
+    pub fn referrers(&self) -> Referrers {
+        // Every host was checked when the file was read.
+        Referrers::new(&self.operators).unwrap_or_default()
     }
 
     /// The entries as the classifier knows them.
@@ -296,6 +341,47 @@ fn entry_line(text: &str, index: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_operators_with_referrer_hosts_are_operators_of_its_crawlers() {
+        let catalog = Catalog::embedded().unwrap();
+        let referrers = catalog.referrers();
+        let of = |referer: &str| referrers.operator_of(referer.as_bytes(), None).cloned();
+        assert_eq!(of("https://chatgpt.com/").as_deref(), Some("OpenAI"));
+        assert_eq!(of("https://www.google.fr/").as_deref(), Some("Google"));
+        assert_eq!(
+            of("https://www.perplexity.ai/search").as_deref(),
+            Some("Perplexity")
+        );
+        for operator in &catalog.operators {
+            assert!(
+                referrers.operator(&operator.name).is_some(),
+                "{}",
+                operator.name
+            );
+        }
+        let yaml = |operators: &str| {
+            format!("bots:\n  - token: Crawler\n    operator: Acme\n    category: search\noperators:\n{operators}")
+        };
+        let good = yaml("  - name: Acme\n    referrers: [acme.example]\n    source: s\n");
+        assert_eq!(Catalog::from_yaml(&good, "t").unwrap().operators.len(), 1);
+        for (bad, says) in [
+            (
+                "  - name: Other\n    referrers: [acme.example]\n    source: s\n",
+                "operator of no crawler",
+            ),
+            (
+                "  - name: Acme\n    referrers: [acme]\n    source: s\n",
+                "`acme` is not a host name",
+            ),
+        ] {
+            let error = Catalog::from_yaml(&yaml(bad), "t").unwrap_err().to_string();
+            assert!(
+                error.contains("operators[0]") && error.contains(says),
+                "{error}"
+            );
+        }
+    }
 
     #[test]
     fn the_embedded_catalog_is_valid_and_large() {

@@ -19,6 +19,7 @@ use crate::agent::{
 };
 use crate::catalog::{Catalog, CatalogEntry, Verification, MAX_FALLBACK};
 use crate::policy::{Action, Actions};
+use crate::referrals::Referrers;
 use crate::robots::{Robots, Selected};
 use std::sync::Arc;
 
@@ -38,16 +39,27 @@ pub struct CatalogIndex {
     rows: Arc<[Row]>,
     /// The catalog's tokens, lower-cased.
     tokens: std::collections::HashSet<Arc<str>>,
+    /// The operators' referrer hosts.
+    referrers: Arc<Referrers>,
 }
 
 impl CatalogIndex {
     /// Builds the shared automaton over a catalog.
     pub fn new(catalog: Catalog) -> Result<CatalogIndex, ClassifierError> {
         let classifier = Arc::new(Classifier::new(catalog.known_agents())?);
+        let referrers = Arc::new(catalog.referrers());
         let rows: Arc<[Row]> = classifier
             .agents()
             .iter()
-            .map(|agent| Row::new(agent, catalog.get(&agent.token)))
+            .map(|agent| {
+                let mut row = Row::new(agent, catalog.get(&agent.token));
+                row.referral_operator = row
+                    .operator
+                    .as_deref()
+                    .and_then(|operator| referrers.operator(operator))
+                    .cloned();
+                row
+            })
             .collect();
         let tokens = rows.iter().map(|row| row.token_lower.clone()).collect();
         Ok(CatalogIndex {
@@ -55,6 +67,7 @@ impl CatalogIndex {
             classifier,
             rows,
             tokens,
+            referrers,
         })
     }
 
@@ -89,6 +102,9 @@ pub struct Row {
     pub label: Arc<str>,
     /// Who runs it, when known.
     pub operator: Option<Arc<str>>,
+    /// Its operator, when the catalog lists where that operator's referrals come from: its
+    /// crawls are counted against them.
+    pub referral_operator: Option<Arc<str>>,
     /// What it is for; `unlisted` for a token only the site names (it counts only in a header
     /// with a crawler signal, never when it is browser vocabulary), `unnamed` for the row every
     /// unnamed crawler shares.
@@ -113,6 +129,7 @@ impl Row {
             label: name.clone(),
             name,
             operator: agent.operator.as_deref().map(Arc::from),
+            referral_operator: None,
             category: agent.category,
             verify: entry.and_then(|e| e.verify.clone()).map(Arc::new),
             fallback: entry
@@ -203,6 +220,7 @@ pub struct Crawlers {
     site_rows: Vec<(Row, Action, Selected)>,
     unnamed: (Row, Action, Selected),
     person: Arc<str>,
+    referrers: Arc<Referrers>,
 }
 
 /// The value for `index` in a list sorted by index.
@@ -290,6 +308,7 @@ impl Crawlers {
             name: unnamed_name.clone(),
             label: unnamed_name,
             operator: None,
+            referral_operator: None,
             category: Category::Unnamed,
             verify: None,
             fallback: Arc::from([]),
@@ -308,7 +327,13 @@ impl Crawlers {
             site_rows,
             unnamed: (unnamed, unnamed_action, star),
             person: Arc::from("person"),
+            referrers: catalog.referrers.clone(),
         })
+    }
+
+    /// The catalog operators' referrer hosts: which operator sent a person.
+    pub fn referrers(&self) -> &Referrers {
+        &self.referrers
     }
 
     /// Classifies a User-Agent against the catalog and the site's own tokens: the longest

@@ -30,6 +30,8 @@
 //! - [`judge`] (feature `cli`): what was observed of a request × the site's law (robots.txt,
 //!   crawler table, policy) → the [`judge::Judgement`]: verdict, rule, outcome, the answer
 //!   crawlgate gives itself, the labels to count. Pure; the proxy, `explain` and `audit` share it.
+//! - [`referrals`] (feature `cli`): a person's `Referer` → the crawler operator whose product
+//!   sent them, so that crawls are set against referrals.
 //! - [`audit`] (feature `cli`): access logs → what each crawler did, replayed against robots.txt.
 //! - [`cli`] (feature `cli`): the command line over the library.
 //! - [`proxy`] (feature `proxy`): the pingora reverse proxy, its configuration, hot reload and
@@ -61,6 +63,8 @@ pub mod crawlers;
 pub mod judge;
 #[cfg(feature = "proxy")]
 pub mod proxy;
+#[cfg(feature = "cli")]
+pub mod referrals;
 
 pub use robots::{
     GroupKind, Options, Preference, Problem, ProblemKind, Reason, Robots, Rule, RuleKind, Usage,

@@ -48,6 +48,8 @@ pub const METRIC_NAMES: &[&str] = &[
     "crawlgate_client_timeouts_total",
     "crawlgate_dns_lookups_shed_total",
     "crawlgate_dns_lookups_in_flight",
+    "crawlgate_crawls_total",
+    "crawlgate_referrals_total",
 ];
 
 /// The metrics of one crawlgate process, in their own registry.
@@ -102,6 +104,12 @@ pub struct Metrics {
     pub snapshots: prometheus::IntGauge,
     /// `crawlgate_content_usage_total{site, bot, usage, action}`: `content-usage` verdicts.
     pub content_usage: IntCounterVec,
+    /// `crawlgate_crawls_total{site, operator}`: requests of the crawlers of an operator the
+    /// catalog lists referrer hosts for, whose claim is not proven false.
+    pub crawls: IntCounterVec,
+    /// `crawlgate_referrals_total{site, operator}`: people's requests whose `Referer` (or
+    /// `Origin`) is one of the operator's products.
+    pub referrals: IntCounterVec,
     /// `crawlgate_requests_over_budget_total{site, bot, action}`: crawler requests disallowed
     /// because judging their path took more work than a query may do.
     pub over_budget: IntCounterVec,
@@ -254,6 +262,18 @@ impl Metrics {
                 "crawlgate_content_usage_total",
                 "Crawler requests robots.txt allows but its content-use preference refuses (verdict content-usage), by refused use (train-ai, search, ai-input) and action taken.",
                 &["site", "bot", "usage", "action"],
+            )?,
+            crawls: counter(
+                r,
+                "crawlgate_crawls_total",
+                "Requests of the crawlers of each operator whose referrer hosts the catalog lists (the operators of crawlgate_referrals_total), whatever their outcome, unless their claim was proven false: what the operator takes.",
+                &["site", "operator"],
+            )?,
+            referrals: counter(
+                r,
+                "crawlgate_referrals_total",
+                "People's requests whose Referer (or, without one, Origin) is a host of an operator's products (chatgpt.com, google.*, ...): the visitors the operator sends back.",
+                &["site", "operator"],
             )?,
             over_budget: counter(
                 r,

@@ -12,6 +12,7 @@ use super::decide::{self, Decision, Mode, RequestFacts};
 use super::forward_auth;
 use super::forwarding::{self, ClientHeaders, Hop};
 use super::host::{host_name, InvalidHost};
+use super::metrics::Metrics;
 use super::site::Snapshot;
 use super::state::Shared;
 use super::verify::signature::check::{is_signed, RequestView};
@@ -22,8 +23,8 @@ use crate::policy::VerdictLabel;
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::header::{
-    HeaderValue, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, EXPECT, HOST, RETRY_AFTER,
-    TRANSFER_ENCODING, USER_AGENT,
+    HeaderValue, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, EXPECT, HOST, ORIGIN, REFERER,
+    RETRY_AFTER, TRANSFER_ENCODING, USER_AGENT,
 };
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::*;
@@ -301,6 +302,33 @@ fn signed_scheme(
     match headers.get("x-forwarded-proto").map(|v| v.as_bytes()) {
         Some(b"http") => "http",
         _ => "https",
+    }
+}
+
+/// What an operator takes and what its products send back: a crawl of one of the operators
+/// the catalog lists referrer hosts for (unless its claim was proven false), or a person's
+/// request whose `Referer` (else `Origin`) is one of those hosts (a site's own host never is).
+fn count_crawl_or_referral(decision: &Decision, request: &RequestHeader, metrics: &Metrics) {
+    let site = decision.site.settings.name.as_str();
+    if decision.is_crawler() {
+        let operator = decision
+            .crawler()
+            .and_then(|crawler| crawler.row.referral_operator.as_deref());
+        if let Some(operator) = operator {
+            if decision.verification.result != Verified::Spoofed {
+                metrics.crawls.with_label_values(&[site, operator]).inc();
+            }
+        }
+        return;
+    }
+    let headers = &request.headers;
+    let Some(referer) = headers.get(REFERER).or_else(|| headers.get(ORIGIN)) else {
+        return;
+    };
+    let own_host = headers.get(HOST).map(HeaderValue::as_bytes);
+    let referrers = decision.snapshot.crawlers.referrers();
+    if let Some(operator) = referrers.operator_of(referer.as_bytes(), own_host) {
+        metrics.referrals.with_label_values(&[site, operator]).inc();
     }
 }
 
@@ -730,6 +758,7 @@ impl ProxyHttp for CrawlGate {
                 .with_label_values(&[site, bot, mode])
                 .inc();
         }
+        count_crawl_or_referral(decision, session.req_header(), metrics);
         if let Some(error) = error {
             let kind = match error.etype() {
                 ConnectTimedout | ConnectRefused | ConnectError | ConnectNoRoute => "connect",

@@ -380,7 +380,7 @@ mod tests {
             }],
             ..Default::default()
         };
-        let catalog = crate::catalog::Catalog { bots: Vec::new() };
+        let catalog = crate::catalog::Catalog::default();
         let trust = Trust::new(&settings, &catalog);
         let jwks = br#"{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}"#;
         let store = KeyStore::new(Some(dir.path().to_owned()));

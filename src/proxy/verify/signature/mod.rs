@@ -343,7 +343,7 @@ mod tests {
             }],
             ..SignatureSettings::default()
         };
-        let trust = Trust::new(&settings, &crate::catalog::Catalog { bots: Vec::new() });
+        let trust = Trust::new(&settings, &crate::catalog::Catalog::default());
         Signatures::new(trust, None)
     }
 
