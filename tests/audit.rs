@@ -422,3 +422,59 @@ fn the_html_report_is_self_contained_and_escapes_the_log() {
     assert!(html.contains("Spider &quot;quoted&quot; &amp; &lt;marquee&gt;"));
     assert!(!lower.contains("<marquee"));
 }
+
+/// Crawls set against referrals: people whose Referer is an operator's product (nginx's
+/// combined format logs it), and that operator's crawlers, by the embedded catalog.
+#[test]
+fn each_operators_crawls_are_set_against_the_people_its_products_sent() {
+    let line = |referer: &str, agent: &str| {
+        format!("203.0.113.9 - - [10/Oct/2026:13:55:36 +0000] \"GET /page HTTP/1.1\" 200 512 \"{referer}\" \"{agent}\"\n")
+    };
+    let firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
+    let gptbot = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
+    let googlebot = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+    let mut log = String::new();
+    for _ in 0..6 {
+        log += &line("-", gptbot);
+    }
+    log += &line("https://chatgpt.com/", gptbot); // a crawler's Referer is no referral
+    log += &line("https://www.google.de/", googlebot);
+    log += &line("https://chatgpt.com/c/123", firefox);
+    log += &line("https://chatgpt.com/", firefox);
+    log += &line("https://www.google.co.uk/", firefox);
+    log += &line("https://www.google.co.uk/", firefox);
+    log += &line("https://mail.google.com/mail/", firefox);
+    log += &line("https://claude.ai/chat", firefox);
+    log += &line("-", firefox);
+    let robots =
+        std::env::temp_dir().join(format!("crawlgate-referrals-{}.txt", std::process::id()));
+    std::fs::write(&robots, "User-agent: *\nAllow: /\n").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_crawlgate"))
+        .args(["audit", "--json", "--robots", robots.to_str().unwrap(), "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child.stdin.take().unwrap().write_all(log.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    std::fs::remove_file(&robots).unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        report["operators"],
+        serde_json::json!([
+            {"operator": "OpenAI", "crawls": 7, "referrals": 2, "crawls_per_referral": 3.5},
+            {"operator": "Google", "crawls": 1, "referrals": 2, "crawls_per_referral": 0.5},
+            {"operator": "Anthropic", "crawls": 0, "referrals": 1, "crawls_per_referral": 0.0},
+        ]),
+        "{report:#}"
+    );
+}

@@ -132,6 +132,7 @@ pub fn render(report: &Report) -> String {
     bars(&mut page, report);
     timeline(&mut page, report);
     crawler_table(&mut page, report);
+    operators(&mut page, report);
     paths(&mut page, report);
     rules(&mut page, report);
     skipped(&mut page, report);
@@ -428,6 +429,37 @@ fn paths(page: &mut String, report: &Report) {
         }
         page.push_str("</details>\n");
     }
+}
+
+fn operators(page: &mut String, report: &Report) {
+    if report.operators.is_empty() {
+        return;
+    }
+    page.push_str(
+        "<h2>Crawls per referral</h2><p class=\"sub\">Each operator's crawler requests against \
+the people its products sent (their Referer is one of its hosts): an upper bound, since \
+products and apps that send no Referer go unseen.</p><div class=\"panel\"><table class=\"sortable\">\
+<thead><tr><th>operator</th><th class=\"n\">crawls</th><th class=\"n\">referrals</th>\
+<th class=\"n\">crawls per referral</th></tr></thead><tbody>",
+    );
+    for o in &report.operators {
+        let per = o
+            .crawls_per_referral
+            .map_or("—".to_owned(), |per| format!("{per:.1}"));
+        let _ = write!(
+            page,
+            "<tr><td>{}</td><td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\" data-v=\"{}\">{}</td>\
+<td class=\"n\" data-v=\"{}\">{per}</td></tr>",
+            escape(&o.operator),
+            o.crawls,
+            thousands(o.crawls),
+            o.referrals,
+            thousands(o.referrals),
+            // Sorted as the most crawls per referral when it referred nobody.
+            o.crawls_per_referral.map_or("1e300".to_owned(), |per| per.to_string()),
+        );
+    }
+    page.push_str("</tbody></table></div>\n");
 }
 
 fn rules(page: &mut String, report: &Report) {

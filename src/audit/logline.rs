@@ -62,6 +62,8 @@ pub struct Entry<'a> {
     pub query: Option<Cow<'a, [u8]>>,
     /// The User-Agent header; `None` when the line does not carry one.
     pub user_agent: Option<Cow<'a, [u8]>>,
+    /// The Referer header; `None` when the line does not carry one (or logs `-`).
+    pub referer: Option<Cow<'a, [u8]>>,
     /// When.
     pub time: Stamp<'a>,
 }
@@ -133,30 +135,37 @@ pub fn parse_combined(line: &[u8]) -> Result<Entry<'_>, Malformed> {
     if status.len() != 3 || !status.iter().all(u8::is_ascii_digit) {
         return Err(Malformed::NoStatus);
     }
-    let user_agent = combined_user_agent(line, request_end + 1 + 1 + status_end)?;
+    let (referer, user_agent) = combined_tail(line, request_end + 1 + 1 + status_end)?;
     Ok(Entry {
         target: request_target(request).map(Cow::Borrowed),
         query: None,
         user_agent,
+        referer,
         time: Stamp::Text(Cow::Borrowed(time)),
     })
 }
 
-/// After the status: ` bytes "referer" "user-agent"` in combined, ` bytes` in common.
-fn combined_user_agent(line: &[u8], from: usize) -> Result<Option<Cow<'_, [u8]>>, Malformed> {
+/// A quoted field as it is, or `None` when the log wrote `-` (or nothing) for it.
+type Quoted<'a> = Option<Cow<'a, [u8]>>;
+
+/// After the status: ` bytes "referer" "user-agent"` in combined, ` bytes` in common: the
+/// referer and the User-Agent.
+fn combined_tail(line: &[u8], from: usize) -> Result<(Quoted<'_>, Quoted<'_>), Malformed> {
     let rest = line.get(from..).unwrap_or_default();
     let Some(referer_quote) = memchr::memchr(b'"', rest) else {
-        return Ok(None);
+        return Ok((None, None));
     };
     let referer_start = from + referer_quote + 1;
     let referer_end = closing_quote(line, referer_start).ok_or(Malformed::Unclosed)?;
+    let referer = &line[referer_start..referer_end];
+    let referer = (!referer.is_empty() && referer != b"-").then_some(Cow::Borrowed(referer));
     let tail = &line[referer_end + 1..];
     if !tail.starts_with(b" \"") {
-        return Ok(None);
+        return Ok((referer, None));
     }
     let ua_start = referer_end + 3;
     let ua_end = closing_quote(line, ua_start).ok_or(Malformed::Unclosed)?;
-    Ok(Some(Cow::Borrowed(&line[ua_start..ua_end])))
+    Ok((referer, Some(Cow::Borrowed(&line[ua_start..ua_end]))))
 }
 
 /// What a field of a JSON line stands for.
@@ -172,16 +181,19 @@ pub enum Role {
     UserAgent,
     /// The time: RFC 3339, common log format, or a number of (milli)seconds since the epoch.
     Time,
+    /// The Referer header: which page (or product) sent the visitor.
+    Referer,
 }
 
 impl Role {
     /// Every role, in the order of [`JsonFields`].
-    pub const ALL: [Role; 5] = [
+    pub const ALL: [Role; 6] = [
         Role::Path,
         Role::Query,
         Role::Request,
         Role::UserAgent,
         Role::Time,
+        Role::Referer,
     ];
 
     /// The role's name on the command line (`--field ua=http_user_agent`).
@@ -192,6 +204,7 @@ impl Role {
             Role::Request => "request",
             Role::UserAgent => "ua",
             Role::Time => "time",
+            Role::Referer => "referer",
         }
     }
 
@@ -224,6 +237,7 @@ impl Role {
                 "time_local",
                 "date",
             ],
+            Role::Referer => &["referer", "http_referer", "referrer"],
         }
     }
 
@@ -235,7 +249,7 @@ impl Role {
 /// The names of the JSON fields that hold each [`Role`].
 #[derive(Debug, Clone)]
 pub struct JsonFields {
-    names: [Vec<String>; 5],
+    names: [Vec<String>; Role::ALL.len()],
     /// Every name → its role and rank: each key of each line is looked up here.
     lookup: foldhash::HashMap<Box<str>, (Role, usize)>,
 }
@@ -363,7 +377,7 @@ struct EntrySeed<'f> {
 }
 
 /// The best-ranked value found so far for each role.
-type Found<'de> = [Option<(usize, Value<'de>)>; 5];
+type Found<'de> = [Option<(usize, Value<'de>)>; Role::ALL.len()];
 
 impl<'de> DeserializeSeed<'de> for EntrySeed<'_> {
     type Value = Found<'de>;
@@ -427,7 +441,7 @@ pub fn parse_json<'a>(line: &'a [u8], fields: &JsonFields) -> Result<Entry<'a>, 
         .deserialize(&mut deserializer)
         .and_then(|found| deserializer.end().map(|()| found))
         .map_err(|e| Malformed::Json(e.to_string()))?;
-    let [path, query, request, user_agent, time] = found;
+    let [path, query, request, user_agent, time, referer] = found;
     let target = match (text(path), text(request)) {
         (Some(path), _) => Some(path),
         (None, Some(Cow::Borrowed(request))) => request_target(request).map(Cow::Borrowed),
@@ -450,6 +464,7 @@ pub fn parse_json<'a>(line: &'a [u8], fields: &JsonFields) -> Result<Entry<'a>, 
         target,
         query: text(query).filter(|q| !q.is_empty() && **q != *b"-"),
         user_agent: text(user_agent),
+        referer: text(referer).filter(|r| !r.is_empty() && **r != *b"-"),
         time,
     })
 }
@@ -464,6 +479,22 @@ mod tests {
         bytes
             .as_ref()
             .map(|b| String::from_utf8_lossy(b).into_owned())
+    }
+
+    #[test]
+    fn combined_and_json_lines_give_the_referer_unless_it_is_a_dash() {
+        let entry = parse_combined(COMBINED).unwrap();
+        assert_eq!(
+            s(&entry.referer).as_deref(),
+            Some("http://example.com/start.html")
+        );
+        let dash = b"203.0.113.9 - - [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.1\" 200 1 \"-\" \"curl/8\"";
+        assert_eq!(parse_combined(dash).unwrap().referer, None);
+        let common = b"203.0.113.9 - - [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.1\" 200 1";
+        assert_eq!(parse_combined(common).unwrap().referer, None);
+        let json = br#"{"path":"/","http_referer":"https://chatgpt.com/","ua":"x"}"#;
+        let entry = parse_json(json, &JsonFields::default()).unwrap();
+        assert_eq!(s(&entry.referer).as_deref(), Some("https://chatgpt.com/"));
     }
 
     #[test]

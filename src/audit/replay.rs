@@ -22,6 +22,7 @@ use crate::policy::Actions;
 use crate::robots::{path, Robots};
 use std::io::BufRead;
 use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// Lines longer than this are malformed: no real request line is, and it bounds memory.
@@ -155,6 +156,7 @@ impl Audit {
             spill: Vec::new(),
             inputs: Vec::new(),
             malformed: Vec::new(),
+            operators: foldhash::HashMap::default(),
         }
     }
 }
@@ -266,6 +268,9 @@ pub struct Replay<'a> {
     spill: Vec<u8>,
     pub(super) inputs: Vec<InputTally>,
     pub(super) malformed: Vec<MalformedLine>,
+    /// Per operator the catalog lists referrer hosts for: [its crawlers' requests, people's
+    /// requests its products referred].
+    pub(super) operators: foldhash::HashMap<Arc<str>, [u64; 2]>,
 }
 
 impl<'a> Replay<'a> {
@@ -411,6 +416,14 @@ impl<'a> Replay<'a> {
         let slot = self.classify(user_agent);
         if slot == PERSON {
             self.totals.people += 1;
+            let referrers = self.audit.crawlers.referrers();
+            let operator = entry
+                .referer
+                .as_deref()
+                .and_then(|r| referrers.operator_of(r, None));
+            if let Some(operator) = operator {
+                self.operators.entry(operator.clone()).or_default()[1] += 1;
+            }
             if let Some(time) = time {
                 self.timeline.add(time, Kind::Person);
             }
@@ -463,6 +476,9 @@ impl<'a> Replay<'a> {
         let audit = self.audit;
         let row = audit.crawlers.get(slot);
         let unnamed = row.is_none();
+        if let Some(operator) = row.and_then(|crawler| crawler.row.referral_operator.clone()) {
+            self.operators.entry(operator).or_default()[0] += 1;
+        }
         // An unnamed crawler follows `*`; a named one the groups it obeys.
         let selected = row.unwrap_or(audit.crawlers.unnamed()).selected;
         let Some(tally) = self.tallies.get_mut(slot) else {

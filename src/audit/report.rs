@@ -58,6 +58,23 @@ pub struct Report {
     pub timeline: TimelineReport,
     /// The first malformed lines, as examples.
     pub malformed: Vec<MalformedReport>,
+    /// Per operator the catalog lists referrer hosts for and the log shows: its crawlers'
+    /// requests against the people its products sent, most crawls first; absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub operators: Vec<OperatorReport>,
+}
+
+/// What one operator's crawlers took, and the people its products sent.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OperatorReport {
+    /// The operator (`OpenAI`).
+    pub operator: String,
+    /// Its crawlers' requests.
+    pub crawls: u64,
+    /// People's requests whose Referer is one of its products' hosts.
+    pub referrals: u64,
+    /// `crawls / referrals`; absent when it referred nobody.
+    pub crawls_per_referral: Option<f64>,
 }
 
 /// The robots.txt replayed against.
@@ -367,7 +384,28 @@ pub(super) fn build(replay: &Replay<'_>, top: usize) -> Report {
                 text: m.text.clone(),
             })
             .collect(),
+        operators: operator_reports(replay),
     }
+}
+
+/// Each operator's crawls against its referrals, most crawls first.
+fn operator_reports(replay: &Replay<'_>) -> Vec<OperatorReport> {
+    let mut operators: Vec<OperatorReport> = replay
+        .operators
+        .iter()
+        .map(|(operator, &[crawls, referrals])| OperatorReport {
+            operator: operator.to_string(),
+            crawls,
+            referrals,
+            crawls_per_referral: (referrals > 0).then(|| crawls as f64 / referrals as f64),
+        })
+        .collect();
+    operators.sort_by(|a, b| {
+        (b.crawls, b.referrals)
+            .cmp(&(a.crawls, a.referrals))
+            .then_with(|| a.operator.cmp(&b.operator))
+    });
+    operators
 }
 
 /// One crawler's entry; `known` is its name, category and operator (`None`: unnamed).
@@ -525,6 +563,27 @@ pub fn write_table(report: &Report, top: usize, out: &mut dyn Write) -> io::Resu
             out,
             "note: no line carries a User-Agent (common log format?): every request reads as a person"
         )?;
+    }
+    if !report.operators.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "Crawls per referral (people sent by each operator's products)"
+        )?;
+        for o in &report.operators {
+            let per = o
+                .crawls_per_referral
+                .map_or("no referral".to_owned(), |per| {
+                    format!("{per:.1} per referral")
+                });
+            writeln!(
+                out,
+                "  {:<24} {:>10} crawls {:>10} referrals  {per}",
+                printable(&o.operator, 24),
+                thousands(o.crawls),
+                thousands(o.referrals),
+            )?;
+        }
     }
     if report.crawlers.is_empty() {
         return Ok(());
