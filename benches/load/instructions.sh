@@ -9,6 +9,8 @@
 #   benches/load/instructions.sh            # DURATION=15 MIX=mixed (or forward, people) SIZES="small large"
 #   STORES="none redis" MIX=people SIZES=small benches/load/instructions.sh   # people, with and
 #                                           # without a shared state store (needs redis-server)
+#   REFERER=https://chatgpt.com/ MIX=people SIZES=small benches/load/instructions.sh   # people
+#                                           # arriving from an operator's product (a referral)
 #
 # Needs valgrind, nginx and wrk. Everything listens on loopback.
 set -euo pipefail
@@ -58,17 +60,20 @@ local allowed = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/
 local blocked = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
 local blocked_share = tonumber(os.getenv("BLOCKED") or "1")
 local only_people = os.getenv("MIX") == "people"
+local referer = os.getenv("REFERER")
 local n = 0
 request = function()
   n = n + 1
   local slot = n % 10
   local ua
   if only_people or slot < 7 then ua = people elseif slot < 10 - blocked_share then ua = allowed else ua = blocked end
-  return wrk.format("GET", "/blog/post-" .. (n % 50 + 1) .. ".html", { ["User-Agent"] = ua })
+  local headers = { ["User-Agent"] = ua }
+  if referer and ua == people then headers["Referer"] = referer end
+  return wrk.format("GET", "/blog/post-" .. (n % 50 + 1) .. ".html", headers)
 end
 EOF
 BLOCKED=1; [ "$MIX" = forward ] && BLOCKED=0
-export BLOCKED MIX
+export BLOCKED MIX REFERER
 STORE_URL=
 if [[ " $STORES " == *" redis "* ]]; then
   store_bin=$(command -v redis-server || command -v valkey-server) \
