@@ -30,6 +30,8 @@
 //! - [`judge`] (feature `cli`): what was observed of a request × the site's law (robots.txt,
 //!   crawler table, policy) → the [`judge::Judgement`]: verdict, rule, outcome, the answer
 //!   crawlgate gives itself, the labels to count. Pure; the proxy, `explain` and `audit` share it.
+//! - [`managed`] (feature `cli`): a site's robots.txt with the groups its operator manages at
+//!   the edge, composed so that what is served is what is enforced.
 //! - [`referrals`] (feature `cli`): a person's `Referer` → the crawler operator whose product
 //!   sent them, so that crawls are set against referrals.
 //! - [`audit`] (feature `cli`): access logs → what each crawler did, replayed against robots.txt.
@@ -61,6 +63,8 @@ pub mod cli;
 pub mod crawlers;
 #[cfg(feature = "cli")]
 pub mod judge;
+#[cfg(feature = "cli")]
+pub mod managed;
 #[cfg(feature = "proxy")]
 pub mod proxy;
 #[cfg(feature = "cli")]

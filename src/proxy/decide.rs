@@ -377,6 +377,8 @@ fn law<'a>(
 /// day.
 pub fn served(snapshot: &Snapshot, refresh: std::time::Duration) -> Served {
     match snapshot.state {
+        // The site's managed groups are served over an origin's 4xx: they are what is enforced.
+        SourceState::Unavailable if snapshot.managed.is_some() => Served::File,
         SourceState::Loaded => Served::File,
         SourceState::Unavailable => Served::NoFile,
         SourceState::Unreachable | SourceState::Pending => Served::Unreachable {

@@ -136,7 +136,7 @@ impl Reloader {
         let current = site.snapshot.load();
         // A restored answer that the origin confirms is rebuilt: it is no longer a copy from
         // before the restart.
-        if current.state == state && current.bytes == bytes && !current.restored {
+        if current.state == state && current.source == bytes && !current.restored {
             self.shared
                 .metrics
                 .robots_reloads
@@ -390,7 +390,7 @@ impl Reloader {
                     if let Ok(mut snapshot) = Snapshot::build(
                         site_settings,
                         &catalog,
-                        previous.bytes.clone(),
+                        previous.source.clone(),
                         previous.state,
                     ) {
                         snapshot.fetched_at = previous.fetched_at;

@@ -112,6 +112,7 @@ fn embedded_demo(socket: PathBuf) -> Settings {
                 timeout: Duration::from_secs(10),
                 max_bytes: DEFAULT_MAX_BYTES,
                 on_unreachable: OnUnreachable::KeepLast,
+                managed: None,
             },
             action: Action::Block,
             enforcement: Enforcement::Enforce,

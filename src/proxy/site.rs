@@ -75,8 +75,13 @@ pub struct Snapshot {
     pub robots: Robots,
     /// The site's crawlers, judged by this file.
     pub crawlers: Crawlers,
-    /// The bytes as loaded (empty for a stand-in).
+    /// The bytes served at `/robots.txt` and enforced: as loaded, or composed with the site's
+    /// managed groups ([`crate::managed`]); empty for a stand-in.
     pub bytes: Bytes,
+    /// The bytes as loaded (what a reload compares the next answer with).
+    pub source: Bytes,
+    /// Where each line of `bytes` comes from, when the site manages groups of its own.
+    pub managed: Option<Arc<[crate::managed::Source]>>,
     /// When the origin gave this answer (`None` for files, inline text and stand-ins): the age
     /// RFC 9309's caching rules are about.
     pub fetched_at: Option<SystemTime>,
@@ -103,7 +108,29 @@ impl Snapshot {
             max_bytes: site.robots.max_bytes,
         };
         let stand_in_disallows = site.robots.on_unreachable != OnUnreachable::AllowAll;
+        let source = bytes;
+        // The managed groups hold over a loaded file and over none (an origin's 4xx); a
+        // stand-in for an unreachable origin stays what it is.
+        let composed = match (&site.robots.managed, state) {
+            (Some(managed), SourceState::Loaded | SourceState::Unavailable) => {
+                let origin: &[u8] = match state {
+                    SourceState::Loaded => &source,
+                    _ => b"",
+                };
+                let disallowed = managed.disallowed(&catalog.catalog);
+                Some(managed.compose(origin, &disallowed))
+            }
+            _ => None,
+        };
+        let (bytes, managed) = match composed {
+            Some(composed) => (
+                Bytes::from(composed.text),
+                Some(Arc::from(composed.sources)),
+            ),
+            None => (source.clone(), None),
+        };
         let robots = match state {
+            _ if managed.is_some() => Robots::parse_with(&bytes, options),
             SourceState::Loaded => Robots::parse_with(&bytes, options),
             SourceState::Unavailable => Robots::parse(b""),
             SourceState::Unreachable | SourceState::Pending if stand_in_disallows => {
@@ -121,6 +148,8 @@ impl Snapshot {
             fetched_at: None,
             restored: false,
             bytes,
+            source,
+            managed,
             sha256,
             loaded_at: SystemTime::now(),
             state,

@@ -2,6 +2,7 @@
 //! written (serde), so that an error carries the value's own line.
 
 use crate::agent::Category;
+use crate::managed::Choice;
 use crate::policy::{Action, Enforcement};
 use crate::robots::token::is_product_token;
 use serde::{Deserialize, Deserializer};
@@ -634,6 +635,23 @@ pub struct RobotsFile {
     pub max_bytes: Option<Bounded<1, { 64 << 20 }>>,
     /// What an unreachable origin means.
     pub on_unreachable: Option<OnUnreachable>,
+    /// Groups crawlgate adds to the file, overriding what it says of the crawlers they name.
+    pub managed: Option<ManagedFile>,
+}
+
+/// `robots.managed:` of a site: the groups the operator manages at the edge (see
+/// [`crate::managed`]).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManagedFile {
+    /// Per category (`ai-training: disallow`): its catalog crawlers.
+    #[serde(default)]
+    pub categories: BTreeMap<Category, Choice>,
+    /// Per crawler (`GPTBot: disallow`, `Googlebot: origin`): wins over its category.
+    #[serde(default)]
+    pub crawlers: BTreeMap<String, Choice>,
+    /// A `Content-Signal` line for every crawler (`search=yes, ai-train=no`).
+    pub content_signal: Option<String>,
 }
 
 /// The block response.

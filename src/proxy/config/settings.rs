@@ -62,6 +62,8 @@ pub struct RobotsSettings {
     pub max_bytes: usize,
     /// What an unreachable origin means.
     pub on_unreachable: OnUnreachable,
+    /// The groups crawlgate adds to the file, if any.
+    pub managed: Option<crate::managed::Managed>,
 }
 
 /// How to reach a site's origin.

@@ -2,7 +2,10 @@
 //! error with its line (found in the text, since parsed values keep no positions).
 
 use super::*;
+use crate::agent::Category;
+use crate::managed::Managed;
 use crate::policy::{Action, Enforcement};
+use crate::robots::token::is_product_token;
 use crate::robots::DEFAULT_MAX_BYTES;
 use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -700,12 +703,67 @@ impl Validator<'_> {
                 ),
             ));
         }
+        let managed = match &robots.managed {
+            Some(managed) => Some(self.managed(i, managed)?),
+            None => None,
+        };
         Ok(RobotsSettings {
             source,
             refresh,
             timeout: robots.timeout.map_or(DEFAULT_FETCH_TIMEOUT, |d| d.0),
             max_bytes,
             on_unreachable: robots.on_unreachable.unwrap_or(OnUnreachable::KeepLast),
+            managed,
+        })
+    }
+
+    /// `robots.managed`: crawlers named by product token, categories of the catalog's, and a
+    /// `Content-Signal` value that is one line the preference parser reads without a problem
+    /// (a line break in it would write lines of the operator's own into the file).
+    fn managed(&self, i: usize, managed: &ManagedFile) -> Result<Managed, ConfigError> {
+        let error = |what: String| {
+            self.site_error(i, "managed:", format!("sites[{i}].robots.managed.{what}"))
+        };
+        if let Some(token) = managed
+            .crawlers
+            .keys()
+            .find(|token| !is_product_token(token))
+        {
+            return Err(error(format!(
+                "crawlers: `{token}` is not a product token (letters, `-` and `_`)"
+            )));
+        }
+        if let Some(category) = managed
+            .categories
+            .keys()
+            .find(|c| matches!(c, Category::Unlisted | Category::Unnamed))
+        {
+            return Err(error(format!(
+                "categories: `{category}` is not a category of the catalog's crawlers"
+            )));
+        }
+        if let Some(signal) = &managed.content_signal {
+            let line = format!("User-agent: *\nContent-Signal: {signal}\n");
+            let robots = crate::Robots::parse(line.as_bytes());
+            let one_line = !signal.contains(['\r', '\n', '#']);
+            if !one_line || !robots.problems().is_empty() || robots.file().preferences.len() != 1 {
+                return Err(error(format!(
+                    "content_signal: `{signal}` is not a Content-Signal value (`search=yes, ai-train=no`)"
+                )));
+            }
+        }
+        Ok(Managed {
+            categories: managed
+                .categories
+                .iter()
+                .map(|(c, choice)| (*c, *choice))
+                .collect(),
+            crawlers: managed
+                .crawlers
+                .iter()
+                .map(|(token, choice)| (token.clone(), *choice))
+                .collect(),
+            content_signal: managed.content_signal.clone(),
         })
     }
 }

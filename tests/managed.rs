@@ -1,0 +1,147 @@
+//! A robots.txt the site manages at the edge, through the real proxy: the origin's file composed
+//! with the operator's groups is what `/robots.txt` serves and what is enforced, before and
+//! after the origin changes its file, and over an origin that has none.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod harness;
+
+use harness::*;
+use std::time::Duration;
+
+const CCBOT: &str = "CCBot/2.0 (https://commoncrawl.org/faq/)";
+
+fn managed_site(origin: &Origin) -> String {
+    format!(
+        r#"listen: ["{{listen}}"]
+metrics: {{listen: "{{metrics}}"}}
+pingora: {{threads: 1, grace_period_seconds: 1}}
+sites:
+  - name: shop
+    upstream: "{}"
+    robots:
+      origin: true
+      refresh: 1h
+      timeout: 2s
+      managed:
+        categories: {{ai-training: disallow}}
+        crawlers: {{CCBot: origin}}
+        content_signal: "search=yes, ai-train=no"
+    action: block
+"#,
+        origin.addr
+    )
+}
+
+fn status(proxy: &Proxy, path: &str, user_agent: &str) -> u16 {
+    get(&proxy.url(path), user_agent, None).0
+}
+
+#[test]
+fn the_composed_file_is_served_and_enforced_through_an_origin_change() {
+    let origin = Origin::start();
+    // The origin's file lets GPTBot in everywhere; the site's operator manages AI training.
+    origin.set_robots(
+        200,
+        "User-agent: GPTBot\nAllow: /\n\nUser-agent: *\nDisallow: /private/\n",
+        Duration::ZERO,
+    );
+    let proxy = ProxyBuilder::new(&managed_site(&origin)).start();
+    let robots = || get(&proxy.url("/robots.txt"), GOOGLEBOT, None);
+    wait_for("the composed file", || {
+        robots().1.contains("Disallow: /private/").then_some(())
+    });
+    let (code, served, _) = robots();
+    assert_eq!(code, 200);
+    // What is served: the managed block first, then the origin's lines, overridden ones
+    // commented out.
+    assert!(served.starts_with("# Managed by crawlgate"), "{served}");
+    assert!(served.contains("\nUser-agent: GPTBot\n"), "{served}");
+    assert!(
+        served.contains("\nContent-Signal: search=yes, ai-train=no\n"),
+        "{served}"
+    );
+    assert!(
+        served.contains(
+            "# managed by crawlgate: User-agent: GPTBot\n# managed by crawlgate: Allow: /\n"
+        ),
+        "{served}"
+    );
+    assert!(
+        !served.contains("\nUser-agent: CCBot\n"),
+        "CCBot is left to the origin: {served}"
+    );
+    // What is enforced is what it says.
+    let parsed = crawlgate::Robots::parse(served.as_bytes());
+    for (agent, path) in [
+        (GPTBOT, "/page"),
+        (CCBOT, "/page"),
+        (GOOGLEBOT, "/page"),
+        (GPTBOT, "/private/x"),
+        (GOOGLEBOT, "/private/x"),
+    ] {
+        let token = if agent == GPTBOT {
+            "GPTBot"
+        } else if agent == CCBOT {
+            "CCBot"
+        } else {
+            "Googlebot"
+        };
+        let expected = if parsed.is_allowed(token, path) {
+            200
+        } else {
+            403
+        };
+        assert_eq!(
+            status(&proxy, path, agent),
+            expected,
+            "{token} {path}\n{served}"
+        );
+    }
+    assert_eq!(status(&proxy, "/page", GPTBOT), 403);
+    assert_eq!(status(&proxy, "/page", CCBOT), 200);
+    assert_eq!(status(&proxy, "/page", FIREFOX), 200);
+
+    // The origin changes its file under the managed block: the block still holds.
+    origin.set_robots(200, "User-agent: *\nAllow: /\n", Duration::ZERO);
+    proxy.signal("HUP");
+    wait_for("the changed file", || {
+        robots().1.contains("\nAllow: /\n").then_some(())
+    });
+    assert_eq!(status(&proxy, "/private/x", GOOGLEBOT), 200);
+    assert_eq!(status(&proxy, "/private/x", GPTBOT), 403);
+
+    // No file at the origin (404): the managed groups are served and enforced, alone.
+    origin.set_robots(404, "not found", Duration::ZERO);
+    proxy.signal("HUP");
+    wait_for("the 404 under the block", || {
+        let (code, body, _) = robots();
+        (code == 200 && !body.contains("Allow: /\n")).then_some(())
+    });
+    let (_, served, _) = robots();
+    assert!(served.contains("User-agent: GPTBot\n"), "{served}");
+    assert_eq!(status(&proxy, "/page", GPTBOT), 403);
+    assert_eq!(status(&proxy, "/page", GOOGLEBOT), 200);
+}
+
+#[test]
+fn a_content_signal_that_would_write_lines_of_its_own_is_refused() {
+    let origin = Origin::start();
+    let config = managed_site(&origin).replace(
+        "content_signal: \"search=yes, ai-train=no\"",
+        "content_signal: \"search=yes\\nUser-agent: GPTBot\\nAllow: /\"",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crawlgate.yaml");
+    let config = config
+        .replace("{listen}", "127.0.0.1:1")
+        .replace("{metrics}", "127.0.0.1:2");
+    std::fs::write(&path, config).unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_crawlgate"))
+        .args(["validate", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("content_signal"), "{stderr}");
+}
