@@ -28,6 +28,8 @@ fn main() -> ExitCode {
         Command::Explain(explain) => cli::run_explain(explain, stdout.lock()),
         #[cfg(feature = "proxy")]
         Command::Ranges(ranges) => cli::run_ranges(ranges, stdout.lock()),
+        #[cfg(feature = "proxy")]
+        Command::Robots(robots) => cli::run_robots(robots, stdout.lock()),
     };
     match outcome {
         Ok(status) => ExitCode::from(status.code()),

@@ -145,3 +145,75 @@ fn a_content_signal_that_would_write_lines_of_its_own_is_refused() {
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("content_signal"), "{stderr}");
 }
+
+/// `crawlgate robots compose` prints what the proxy would serve, each line with its source,
+/// fetching the origin's file once as the proxy does.
+#[test]
+fn compose_prints_the_served_file_with_where_each_line_comes_from() {
+    let origin = Origin::start();
+    origin.set_robots(
+        200,
+        "User-agent: GPTBot\nAllow: /\n\nUser-agent: *\nDisallow: /private/\n",
+        Duration::ZERO,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crawlgate.yaml");
+    let config = managed_site(&origin)
+        .replace("{listen}", "127.0.0.1:1")
+        .replace("{metrics}", "127.0.0.1:2");
+    std::fs::write(&path, config).unwrap();
+    let compose = |more: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_crawlgate"))
+            .args(["robots", "compose", "--config"])
+            .arg(&path)
+            .args(more)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(0), "{stderr}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let plain = compose(&[]);
+    assert!(plain.starts_with("# Managed by crawlgate"), "{plain}");
+    assert!(
+        plain.ends_with("User-agent: *\nDisallow: /private/\n"),
+        "{plain}"
+    );
+    let annotated = compose(&["--sources", "--site", "shop"]);
+    for line in [
+        "managed        | User-agent: GPTBot\n",
+        "managed        | Content-Signal: search=yes, ai-train=no\n",
+        "overridden 1   | # managed by crawlgate: User-agent: GPTBot\n",
+        "overridden 2   | # managed by crawlgate: Allow: /\n",
+        "origin 4       | User-agent: *\n",
+        "origin 5       | Disallow: /private/\n",
+    ] {
+        assert!(annotated.contains(line), "{line:?}\n{annotated}");
+    }
+    assert_eq!(annotated.lines().count(), plain.lines().count());
+
+    // explain judges by the composed file, and says which side a deciding line is from.
+    for (agent, url, verdict, source) in [
+        (
+            GPTBOT,
+            "http://shop.example/page",
+            "disallowed",
+            "managed by crawlgate",
+        ),
+        (
+            GOOGLEBOT,
+            "http://shop.example/private/x",
+            "disallowed",
+            "the origin's line 5",
+        ),
+    ] {
+        let (code, out) = explain(
+            &path,
+            &["--ua", agent, "--ip", "203.0.113.9", "--json", url],
+        );
+        assert_eq!(code, 0, "{out}");
+        let json: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(json["verdict"], verdict, "{out}");
+        assert_eq!(json["rule"]["source"], source, "{out}");
+    }
+}

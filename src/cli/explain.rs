@@ -346,10 +346,29 @@ fn body_of(decision: &Decision) -> Option<Cow<'_, str>> {
     })
 }
 
+/// Where a line of the robots.txt that decided comes from, when the site manages groups of its
+/// own: `, managed by crawlgate` or `, the origin's line N`; nothing otherwise.
+fn line_source(decision: &Decision, line: u32) -> String {
+    let snapshot = decision
+        .decided_by_previous
+        .as_ref()
+        .unwrap_or(&decision.snapshot);
+    let Some(sources) = &snapshot.managed else {
+        return String::new();
+    };
+    match sources.get(line.saturating_sub(1) as usize) {
+        Some(crate::managed::Source::Managed) => ", managed by crawlgate".to_owned(),
+        Some(crate::managed::Source::Origin(origin)) => format!(", the origin's line {origin}"),
+        _ => String::new(),
+    }
+}
+
 fn to_json(decision: &Decision, path: &str, facts: &Facts<'_>) -> String {
-    let rule = decision
-        .rule()
-        .map(|rule| json!({"kind": rule.kind, "pattern": rule.pattern, "line": rule.line}));
+    let rule = decision.rule().map(|rule| {
+        let source = line_source(decision, rule.line);
+        let source = source.trim_start_matches(", ");
+        json!({"kind": rule.kind, "pattern": rule.pattern, "line": rule.line, "source": (!source.is_empty()).then_some(source)})
+    });
     let snapshot = &decision.snapshot;
     let group_lines = group_lines(decision);
     let row = decision.crawler();
@@ -517,10 +536,11 @@ fn write_text(
             decision.category()
         ),
         (_, _, Some(rule)) => format!(
-            "line {} ({}: {})",
+            "line {} ({}: {}{})",
             rule.line,
             rule.kind.directive(),
-            rule.pattern
+            rule.pattern,
+            line_source(decision, rule.line)
         ),
         _ => "no rule matches".to_owned(),
     };

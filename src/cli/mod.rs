@@ -11,6 +11,8 @@ mod lint;
 #[cfg(feature = "proxy")]
 mod ranges;
 #[cfg(feature = "proxy")]
+mod robots;
+#[cfg(feature = "proxy")]
 mod serve;
 
 pub use audit::{run_audit, AuditArgs};
@@ -20,6 +22,8 @@ pub use explain::{render as render_explanation, run_explain, ExplainArgs, Explai
 pub use lint::{run_lint, LintArgs};
 #[cfg(feature = "proxy")]
 pub use ranges::{run_ranges, RangesArgs};
+#[cfg(feature = "proxy")]
+pub use robots::{run_robots, RobotsArgs};
 #[cfg(feature = "proxy")]
 pub use serve::{run_serve, run_validate, ServeArgs, ValidateArgs};
 
@@ -57,6 +61,10 @@ pub enum Command {
     /// Published IP range lists of crawlers: `crawlgate ranges update --config FILE`.
     #[cfg(feature = "proxy")]
     Ranges(RangesArgs),
+    /// The robots.txt a site serves: `crawlgate robots compose --config FILE` prints its
+    /// managed groups composed with the origin's file.
+    #[cfg(feature = "proxy")]
+    Robots(RobotsArgs),
 }
 
 /// How a command ended, as the process reports it.
