@@ -117,6 +117,9 @@ impl Managed {
         if let Some(signal) = &self.content_signal {
             managed_line("User-agent: *");
             managed_line(&format!("Content-Signal: {signal}"));
+            // Only a rule ends a group: without one, the origin's first user-agent lines would
+            // join this `*` group. An empty `Disallow` ends it and restricts nothing.
+            managed_line("Disallow:");
             managed_line("");
         }
         let managed = |token: &str| {
@@ -145,7 +148,8 @@ fn strip_bom(bytes: &[u8]) -> &[u8] {
 }
 
 /// The origin's lines (1-based, sorted) the managed block overrides: each user-agent line that
-/// names a managed token, and every line of a group left naming no one but its sitemaps.
+/// names a managed token, every line of a group left naming no one but its sitemaps, and every
+/// line but a sitemap before the first group.
 fn dropped_lines(origin: &[u8], managed: &dyn Fn(&str) -> bool) -> Vec<u32> {
     let file = parse::parse(origin, usize::MAX);
     let all: Vec<&[u8]> = lines(strip_bom(origin)).collect();
@@ -154,6 +158,19 @@ fn dropped_lines(origin: &[u8], managed: &dyn Fn(&str) -> bool) -> Vec<u32> {
     // sitemap, or something else.
     let read = |number: u32| parse::parse(line_text(number), usize::MAX);
     let mut dropped = Vec::new();
+    // Before the origin's first group nothing applies to anyone but sitemaps; after the block,
+    // a rule there would be the block's last group's. Every such line goes.
+    let first = file
+        .groups
+        .first()
+        .map_or(file.lines + 1, |group| group.line);
+    for number in 1..first {
+        let text = line_text(number);
+        let content = text.split(|&b| b == b'#').next().unwrap_or_default();
+        if !content.trim_ascii().is_empty() && read(number).sitemaps.is_empty() {
+            dropped.push(number);
+        }
+    }
     for (index, group) in file.groups.iter().enumerate() {
         let end = file
             .groups
@@ -270,6 +287,23 @@ mod tests {
             robots.problems()
         );
         assert_eq!(robots.file().preferences.len(), 1, "{text}");
+    }
+
+    #[test]
+    fn the_block_captures_none_of_the_origins_lines() {
+        // A stray rule before any user-agent line applies to no one, and the origin's first
+        // group is not the block's `*` group.
+        let origin =
+            "Allow: /x\nSitemap: https://example.com/s.xml\nUser-agent: Yeti\nDisallow: /\n";
+        let (text, robots) = composed(origin, &["GPTBot"], Some("ai-train=no"));
+        assert!(!robots.is_allowed("GPTBot", "/x"), "{text}");
+        assert!(!robots.is_allowed("Yeti", "/page"), "{text}");
+        assert!(robots.is_allowed("Googlebot", "/page"), "{text}");
+        assert!(
+            text.contains("# managed by crawlgate: Allow: /x\n"),
+            "{text}"
+        );
+        assert_eq!(robots.sitemaps().count(), 1, "{text}");
     }
 
     #[test]

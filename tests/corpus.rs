@@ -522,3 +522,79 @@ fn real_files_that_put_a_crawl_delay_between_agents() {
         Some(std::time::Duration::from_secs(60))
     );
 }
+
+/// A managed block on every real file: the crawlers it names are disallowed everywhere, and
+/// every other crawler the file names (and one it does not) is judged exactly as by the
+/// origin's file, on paths made from the file's own rules. Both are read whole (no parse limit),
+/// so that the block's length cannot move the cut.
+#[test]
+fn a_managed_block_changes_only_the_crawlers_it_names() {
+    use crawlgate::managed::{Choice, Managed};
+    let Some(corpus) = corpus("a_managed_block_changes_only_the_crawlers_it_names") else {
+        return;
+    };
+    let managed = Managed {
+        categories: Vec::new(),
+        crawlers: vec![
+            ("GPTBot".into(), Choice::Disallow),
+            ("CCBot".into(), Choice::Disallow),
+        ],
+        content_signal: Some("search=yes, ai-train=no".into()),
+    };
+    let disallowed = managed.disallowed(&crawlgate::catalog::Catalog::default());
+    let whole = Options {
+        max_bytes: usize::MAX,
+    };
+    let mut checked = 0usize;
+    for entry in &corpus.entries {
+        let origin = Robots::parse_with(&entry.bytes, whole);
+        let composed = managed.compose(&entry.bytes, &disallowed);
+        let robots = Robots::parse_with(&composed.text, whole);
+        let paths: Vec<String> = origin
+            .file()
+            .rules
+            .iter()
+            .take(300)
+            .map(|rule| {
+                rule.pattern
+                    .replace('*', "x")
+                    .trim_end_matches('$')
+                    .to_owned()
+            })
+            .filter(|path| path.starts_with('/'))
+            .chain(["/".to_owned(), "/some/page.html".to_owned()])
+            .collect();
+        let mut others: Vec<&str> = origin
+            .agents()
+            .filter(|agent| {
+                !agent.eq_ignore_ascii_case("gptbot") && !agent.eq_ignore_ascii_case("ccbot")
+            })
+            .take(10)
+            .collect();
+        others.push("crawlgate-test");
+        for path in &paths {
+            for managed in ["GPTBot", "CCBot"] {
+                assert!(
+                    !robots.is_allowed(managed, path) || path.starts_with("/robots.txt"),
+                    "{}: {managed} allowed {path}",
+                    entry.name
+                );
+            }
+            for agent in &others {
+                assert_eq!(
+                    robots.is_allowed(agent, path),
+                    origin.is_allowed(agent, path),
+                    "{}: {agent} {path}",
+                    entry.name
+                );
+                checked += 1;
+            }
+        }
+        assert!(
+            robots.problems().len() <= origin.problems().len(),
+            "{}: the composition added problems",
+            entry.name
+        );
+    }
+    println!("{checked} verdicts of crawlers the block does not name, unchanged");
+}
