@@ -153,7 +153,10 @@ fn strip_bom(bytes: &[u8]) -> &[u8] {
 fn dropped_lines(origin: &[u8], managed: &dyn Fn(&str) -> bool) -> Vec<u32> {
     let file = parse::parse(origin, usize::MAX);
     let all: Vec<&[u8]> = lines(strip_bom(origin)).collect();
-    let line_text = |number: u32| all.get(number as usize - 1).copied().unwrap_or_default();
+    let line_text = |number: u32| {
+        let index = (number as usize).checked_sub(1);
+        index.and_then(|i| all.get(i)).copied().unwrap_or_default()
+    };
     // What one line is, read by the parser itself: the token a user-agent line names, a
     // sitemap, or something else.
     let read = |number: u32| parse::parse(line_text(number), usize::MAX);

@@ -148,11 +148,6 @@ impl Referrers {
         }
         self.countries.get(name).copied()
     }
-
-    /// Whether no operator is listed.
-    pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
-    }
 }
 
 /// The host of an absolute `http(s)` URL, without user info or port. Read a byte at a time: a

@@ -347,27 +347,24 @@ fn body_of(decision: &Decision) -> Option<Cow<'_, str>> {
 }
 
 /// Where a line of the robots.txt that decided comes from, when the site manages groups of its
-/// own: `, managed by crawlgate` or `, the origin's line N`; nothing otherwise.
-fn line_source(decision: &Decision, line: u32) -> String {
+/// own: `managed by crawlgate` or `the origin's line N`.
+fn line_source(decision: &Decision, line: u32) -> Option<String> {
     let snapshot = decision
         .decided_by_previous
         .as_ref()
         .unwrap_or(&decision.snapshot);
-    let Some(sources) = &snapshot.managed else {
-        return String::new();
-    };
-    match sources.get(line.saturating_sub(1) as usize) {
-        Some(crate::managed::Source::Managed) => ", managed by crawlgate".to_owned(),
-        Some(crate::managed::Source::Origin(origin)) => format!(", the origin's line {origin}"),
-        _ => String::new(),
+    let sources = snapshot.managed.as_ref()?;
+    match sources.get(line.saturating_sub(1) as usize)? {
+        crate::managed::Source::Managed => Some("managed by crawlgate".to_owned()),
+        crate::managed::Source::Origin(origin) => Some(format!("the origin's line {origin}")),
+        crate::managed::Source::Overridden(_) => None,
     }
 }
 
 fn to_json(decision: &Decision, path: &str, facts: &Facts<'_>) -> String {
     let rule = decision.rule().map(|rule| {
         let source = line_source(decision, rule.line);
-        let source = source.trim_start_matches(", ");
-        json!({"kind": rule.kind, "pattern": rule.pattern, "line": rule.line, "source": (!source.is_empty()).then_some(source)})
+        json!({"kind": rule.kind, "pattern": rule.pattern, "line": rule.line, "source": source})
     });
     let snapshot = &decision.snapshot;
     let group_lines = group_lines(decision);
@@ -540,7 +537,7 @@ fn write_text(
             rule.line,
             rule.kind.directive(),
             rule.pattern,
-            line_source(decision, rule.line)
+            line_source(decision, rule.line).map_or(String::new(), |source| format!(", {source}"))
         ),
         _ => "no rule matches".to_owned(),
     };

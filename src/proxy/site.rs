@@ -130,8 +130,9 @@ impl Snapshot {
             None => (source.clone(), None),
         };
         let robots = match state {
-            _ if managed.is_some() => Robots::parse_with(&bytes, options),
             SourceState::Loaded => Robots::parse_with(&bytes, options),
+            // Composed over an origin's 4xx: the managed groups alone.
+            SourceState::Unavailable if managed.is_some() => Robots::parse_with(&bytes, options),
             SourceState::Unavailable => Robots::parse(b""),
             SourceState::Unreachable | SourceState::Pending if stand_in_disallows => {
                 Robots::parse(DISALLOW_ALL)
