@@ -18,6 +18,7 @@
 use crate::agent::Who;
 use crate::crawlers::{Crawler, Crawlers};
 use crate::policy::{self, Action, Enforcement, Outcome, VerdictLabel};
+use crate::pricing::{self, Offer, Payment, PaymentError, Pricing};
 use crate::robots::{
     path, Preference, PreferenceRule, Reason, Robots, Rule, Selected, Usage, Verdict,
 };
@@ -180,6 +181,8 @@ pub struct Law<'a> {
     /// Whether crawlgate's own answers are composed (the proxy, `explain`); a replay of logs
     /// only counts, and composes no message for each line it reads.
     pub answers: bool,
+    /// What the site charges verified crawlers, when it prices pages (pay per crawl).
+    pub pricing: Option<&'a Pricing>,
 }
 
 /// A claim proven false.
@@ -210,6 +213,15 @@ pub struct Observed<'a> {
     pub replayed: bool,
     /// Now.
     pub now: SystemTime,
+    /// Its claim was verified (by signature, published ranges or reverse DNS): only such a
+    /// crawler is offered a price.
+    pub verified: bool,
+    /// It is a `GET`: the one method a page is priced for (a `HEAD` fetches no content).
+    pub get: bool,
+    /// What it offers to pay, and what vouches for it; `None` where crawlgate takes no
+    /// payment (forward-auth: it never sees the origin's answer, so it cannot charge for it),
+    /// and nothing is priced.
+    pub offer: Option<Offer<'a>>,
 }
 
 /// A stated preference that refuses what the crawler is for.
@@ -307,6 +319,8 @@ pub struct Response {
     pub body: Body,
     /// Seconds to wait before asking again.
     pub retry_after: Option<u64>,
+    /// Headers of its own (pay per crawl's `crawler-price`, `crawler-error`).
+    pub headers: Vec<(&'static str, String)>,
 }
 
 impl Response {
@@ -337,6 +351,8 @@ pub struct Labels {
     pub over_budget: bool,
     /// The crawl-delay mode, when the request came too soon.
     pub crawl_delay_exceeded: Option<&'static str>,
+    /// What a priced request's payment came to (`quoted`, `agreed`, or the error's label).
+    pub payment: Option<&'static str>,
 }
 
 /// The judgement on one request.
@@ -367,6 +383,8 @@ pub struct Judgement {
     pub announce: Preference,
     /// crawlgate's own answer, when the request is not forwarded.
     pub response: Option<Response>,
+    /// What a priced page's request came to (pay per crawl); `None` when nothing is priced.
+    pub payment: Option<Payment>,
     /// What is counted.
     pub labels: Labels,
 }
@@ -583,6 +601,7 @@ pub fn judge(observed: &Observed<'_>, law: &Law<'_>, reading: &Reading, visit: V
         last_robots_fetch: None,
         announce: reading.announce,
         response: None,
+        payment: None,
         labels: Labels {
             category: crawler.map_or("person", |c| c.category.as_str()),
             verdict: "",
@@ -593,12 +612,15 @@ pub fn judge(observed: &Observed<'_>, law: &Law<'_>, reading: &Reading, visit: V
             content_usage: None,
             over_budget: false,
             crawl_delay_exceeded: None,
+            payment: None,
         },
     };
     if who.is_crawler() && !reading.robots_txt {
         rule(&mut judgement, observed, law, reading, visit);
         if rules.enforcement == Enforcement::Observe {
             judgement.outcome = judgement.outcome.observed();
+        } else {
+            price(&mut judgement, observed, law);
         }
     }
     if law.answers {
@@ -616,7 +638,43 @@ pub fn judge(observed: &Observed<'_>, law: &Law<'_>, reading: &Reading, visit: V
         .as_ref()
         .filter(|d| d.exceeded)
         .map(|d| d.mode.as_str());
+    labels.payment = judgement.payment.map(Payment::label);
     judgement
+}
+
+/// Pay per crawl: a verified crawler's `GET` that would be forwarded because robots.txt lets it
+/// fetch the path (now, or by grace) is settled against the page's price, when the site prices
+/// it and it is not a sitemap. Everyone else is judged as before: people, unverified and
+/// spoofed claims, disallowed paths, throttled requests, observe mode.
+fn price(judgement: &mut Judgement, observed: &Observed<'_>, law: &Law<'_>) {
+    let (Some(pricing), Some(offer)) = (law.pricing, observed.offer) else {
+        return;
+    };
+    let forwarded = matches!(judgement.outcome, Outcome::Forwarded | Outcome::Tagged);
+    let allowed = matches!(
+        judgement.verdict,
+        VerdictLabel::Allowed | VerdictLabel::Grace
+    );
+    if !(observed.verified && observed.get && observed.spoofed.is_none() && allowed && forwarded) {
+        return;
+    }
+    let Some(crawler) = law.crawlers.row(observed.who) else {
+        return;
+    };
+    let Some(price) = pricing
+        .prices
+        .for_crawler(&crawler.token, &crawler.name, crawler.category)
+    else {
+        return;
+    };
+    if pricing.is_free(observed.path) {
+        return;
+    }
+    let payment = pricing::settle(price, &offer);
+    if !matches!(payment, Payment::Agreed(_)) {
+        judgement.outcome = Outcome::PaymentRequired;
+    }
+    judgement.payment = Some(payment);
 }
 
 /// A crawler's request for a path other than `/robots.txt`.
@@ -718,6 +776,7 @@ fn respond(
             status: 429,
             body: Body::Text(body),
             retry_after: None,
+            headers: Vec::new(),
         });
     }
     if reading.robots_txt {
@@ -726,6 +785,7 @@ fn respond(
                 status: 200,
                 body: Body::RobotsTxt,
                 retry_after: None,
+                headers: Vec::new(),
             },
             Served::NoFile => Response {
                 status: 404,
@@ -733,6 +793,7 @@ fn respond(
                     "crawlgate: the origin has no robots.txt (4xx): no restrictions\n",
                 ),
                 retry_after: None,
+                headers: Vec::new(),
             },
             Served::Unreachable { retry_after } => Response {
                 status: 503,
@@ -740,6 +801,7 @@ fn respond(
                     "crawlgate: robots.txt cannot be fetched from the origin right now; try again later\n",
                 ),
                 retry_after: Some(retry_after),
+                headers: Vec::new(),
             },
         });
     }
@@ -748,6 +810,7 @@ fn respond(
             status: law.rules.block_status,
             body: Body::Text(block_message(judgement, observed, law)),
             retry_after: None,
+            headers: Vec::new(),
         }),
         Outcome::Throttled => {
             let delay = judgement.crawl_delay.as_ref();
@@ -760,9 +823,38 @@ fn respond(
                 status: 429,
                 body: Body::Text(body),
                 retry_after: delay.and_then(|d| d.retry_after_seconds),
+                headers: Vec::new(),
             })
         }
+        Outcome::PaymentRequired => judgement.payment.map(payment_answer),
         _ => None,
+    }
+}
+
+/// The answer to a priced request that is not forwarded: `402` with the price when no payment
+/// was offered, else the error's status with its `crawler-error` code (and the price, so that a
+/// crawler can pay it on its next request).
+fn payment_answer(payment: Payment) -> Response {
+    let price = payment.price().to_string();
+    let (status, body, error) = match payment {
+        Payment::Refused(_, error) => (
+            error.status(),
+            format!("crawlgate: {}; this page costs {price}\n", error.why()),
+            Some(error),
+        ),
+        Payment::Quoted(_) | Payment::Agreed(_) => (
+            402,
+            format!("crawlgate: this page costs {price}: send crawler-exact-price (or crawler-max-price), covered by your Web Bot Auth signature\n"),
+            None,
+        ),
+    };
+    let mut headers = vec![(pricing::CRAWLER_PRICE, price)];
+    headers.extend(error.map(|e: PaymentError| (pricing::CRAWLER_ERROR, e.code().to_owned())));
+    Response {
+        status,
+        body: Body::Text(body),
+        retry_after: None,
+        headers,
     }
 }
 
@@ -866,9 +958,11 @@ pub fn sanitize(text: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::Category;
     use crate::catalog::Catalog;
     use crate::crawlers::CatalogIndex;
     use crate::policy::Actions;
+    use crate::pricing::{Covers, Field};
 
     const GPTBOT: &[u8] = b"Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)";
     const FIREFOX: &[u8] =
@@ -900,6 +994,16 @@ mod tests {
         /// crawlgate's answer: status and a piece of its body (`None`: forwarded).
         answer: Option<(u16, &'static str)>,
         retry_after: Option<u64>,
+        /// The site prices ai-training crawlers at USD 0.01 (pay per crawl).
+        priced: bool,
+        /// The crawler's claim was verified.
+        verified: bool,
+        /// A `GET`.
+        get: bool,
+        /// What the request offers to pay (`None`: no payment taken, as in forward-auth).
+        offer: Option<Offer<'static>>,
+        /// What the payment came to (its label), when the page was priced for it.
+        payment: Option<&'static str>,
     }
 
     /// A request from GPTBot for an allowed path, read recently: every row changes what it is
@@ -926,6 +1030,11 @@ mod tests {
             outcome: Outcome::Forwarded,
             answer: None,
             retry_after: None,
+            priced: false,
+            verified: true,
+            get: true,
+            offer: Some(Offer::default()),
+            payment: None,
         }
     }
 
@@ -935,6 +1044,11 @@ mod tests {
         let previous = Robots::parse(PREVIOUS.as_bytes());
         let crawlers =
             Crawlers::build(&catalog, &robots, &Actions::for_site(case.action), &[]).unwrap();
+        let pricing = case.priced.then(|| {
+            let price = crate::pricing::Price::parse("USD 0.01").unwrap();
+            let prices = crate::pricing::Prices::new([], [(Category::AiTraining, price)]);
+            Pricing::new(prices, &robots)
+        });
         let law = Law {
             robots: &robots,
             crawlers: &crawlers,
@@ -947,6 +1061,7 @@ mod tests {
             stand_in: None,
             rules: case.rules,
             answers: true,
+            pricing: pricing.as_ref(),
         };
         let path = normalized(case.target);
         let observed = Observed {
@@ -957,6 +1072,9 @@ mod tests {
             spoofed: case.spoofed,
             replayed: case.replayed,
             now: at(200),
+            verified: case.verified,
+            get: case.get,
+            offer: case.offer,
         };
         let reading = read(&observed, &law);
         let judgement = judge(&observed, &law, &reading, case.visit);
@@ -1190,6 +1308,116 @@ mod tests {
                 answer: Some((200, "(robots.txt)")),
                 ..case("observe: robots.txt is still served as enforced")
             },
+            Case {
+                outcome: Outcome::PaymentRequired,
+                answer: Some((402, "this page costs USD 0.01")),
+                payment: Some("quoted"),
+                ..priced("priced: a verified crawler is quoted")
+            },
+            Case {
+                target: "/private/report",
+                visit: Visit {
+                    last_fetch: Some(at(50)),
+                    pace: None,
+                },
+                verdict: VerdictLabel::Grace,
+                outcome: Outcome::PaymentRequired,
+                answer: Some((402, "this page costs USD 0.01")),
+                payment: Some("quoted"),
+                ..priced("priced: allowed by grace, priced too")
+            },
+            Case {
+                offer: Some(paying(Field::One(b"USD 0.01"), Field::Absent, true)),
+                payment: Some("agreed"),
+                ..priced("priced: paid, forwarded")
+            },
+            Case {
+                action: Action::Tag,
+                offer: Some(paying(Field::Absent, Field::One(b"USD 1"), true)),
+                outcome: Outcome::Tagged,
+                payment: Some("agreed"),
+                ..priced("priced: paid up to a maximum, tagged as the site tags")
+            },
+            Case {
+                offer: Some(paying(Field::Absent, Field::One(b"USD 0.005"), true)),
+                outcome: Outcome::PaymentRequired,
+                answer: Some((402, "crawler-max-price is below the price")),
+                payment: Some("invalid_max_price"),
+                ..priced("priced: a maximum too low")
+            },
+            Case {
+                offer: Some(Offer {
+                    covers: Covers::default(),
+                    ..paying(Field::One(b"USD 0.01"), Field::Absent, true)
+                }),
+                outcome: Outcome::PaymentRequired,
+                answer: Some((400, "does not cover its price header")),
+                payment: Some("invalid_signature"),
+                ..priced("priced: a price header the signature does not cover")
+            },
+            Case {
+                offer: Some(paying(Field::One(b"USD 0.01"), Field::Absent, false)),
+                outcome: Outcome::PaymentRequired,
+                answer: Some((400, "Web Bot Auth signature verifies")),
+                payment: Some("strong_auth_required"),
+                ..priced("priced: an unsigned price header")
+            },
+            Case {
+                verified: false,
+                offer: Some(paying(Field::One(b"USD 0.01"), Field::Absent, false)),
+                ..priced("priced: an unverified crawler is judged as before")
+            },
+            Case {
+                target: "/private/report",
+                verdict: VerdictLabel::Disallowed,
+                outcome: Outcome::Blocked,
+                answer: Some((403, "disallows /private/report")),
+                ..priced("priced: a disallowed path is refused as before, never sold")
+            },
+            Case {
+                target: "/shop/sitemap_index.xml",
+                ..priced("priced: sitemaps are free")
+            },
+            Case {
+                target: "/robots.txt",
+                verdict: VerdictLabel::Exempt,
+                answer: Some((200, "(robots.txt)")),
+                ..priced("priced: robots.txt is free")
+            },
+            Case {
+                get: false,
+                ..priced("priced: a HEAD fetches no content and is not priced")
+            },
+            Case {
+                offer: None,
+                ..priced("priced: no payment taken (forward-auth)")
+            },
+            Case {
+                rules: observe,
+                ..priced("priced: observe mode prices nothing")
+            },
+            Case {
+                spoofed: Some(by_address),
+                verified: false,
+                outcome: Outcome::Blocked,
+                answer: Some((403, "is not GPTBot's")),
+                ..priced("priced: a spoofed claim is refused as before")
+            },
+            Case {
+                visit: Visit {
+                    last_fetch: Some(at(150)),
+                    pace: Some(Pace::TooSoon(Duration::from_millis(2500))),
+                },
+                outcome: Outcome::Throttled,
+                answer: Some((429, "robots.txt asks GPTBot to wait 10 s")),
+                retry_after: Some(3),
+                ..priced("priced: too soon is throttled before any price")
+            },
+            Case {
+                user_agent: FIREFOX,
+                verdict: VerdictLabel::Exempt,
+                ..priced("priced: a person is never priced")
+            },
         ];
         for case in &cases {
             let (_, judgement) = run(case);
@@ -1218,6 +1446,46 @@ mod tests {
                 case.retry_after,
                 "{name}"
             );
+            assert_eq!(judgement.labels.payment, case.payment, "{name}");
+            assert_eq!(
+                judgement.payment.map(Payment::label),
+                case.payment,
+                "{name}"
+            );
+            // A priced answer says the price, and an error's code.
+            if judgement.outcome == Outcome::PaymentRequired {
+                let headers = &response.unwrap().headers;
+                assert!(
+                    headers.contains(&("crawler-price", "USD 0.01".into())),
+                    "{name}: {headers:?}"
+                );
+                let error = headers.iter().find(|(n, _)| *n == "crawler-error");
+                assert_eq!(error.is_some(), case.payment != Some("quoted"), "{name}");
+            } else if let Some(response) = response {
+                assert!(response.headers.is_empty(), "{name}");
+            }
+        }
+    }
+
+    /// [`case`] on a site that prices ai-training crawlers.
+    fn priced(name: &'static str) -> Case {
+        Case {
+            priced: true,
+            ..case(name)
+        }
+    }
+
+    /// An offer with these headers, vouched for by a verified signature covering both (or no
+    /// signature).
+    fn paying(exact: Field<'static>, max: Field<'static>, signed: bool) -> Offer<'static> {
+        Offer {
+            exact,
+            max,
+            signed,
+            covers: Covers {
+                exact: signed,
+                max: signed,
+            },
         }
     }
 

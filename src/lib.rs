@@ -32,6 +32,8 @@
 //!   crawlgate gives itself, the labels to count. Pure; the proxy, `explain` and `audit` share it.
 //! - [`managed`] (feature `cli`): a site's robots.txt with the groups its operator manages at
 //!   the edge, composed so that what is served is what is enforced.
+//! - [`pricing`] (feature `cli`): pay per crawl: a site's prices × a verified crawler's
+//!   payment headers → quoted, agreed or refused, as Cloudflare's pay per crawl answers. Pure.
 //! - [`referrals`] (feature `cli`): a person's `Referer` → the crawler operator whose product
 //!   sent them, so that crawls are set against referrals.
 //! - [`audit`] (feature `cli`): access logs → what each crawler did, replayed against robots.txt.
@@ -65,6 +67,8 @@ pub mod crawlers;
 pub mod judge;
 #[cfg(feature = "cli")]
 pub mod managed;
+#[cfg(feature = "cli")]
+pub mod pricing;
 #[cfg(feature = "proxy")]
 pub mod proxy;
 #[cfg(feature = "cli")]

@@ -157,6 +157,9 @@ pub enum Outcome {
     WouldBlock,
     /// Observe mode: forwarded untouched, where enforcing would have throttled it.
     WouldThrottle,
+    /// Answered by crawlgate: the site prices the page and the crawler has not paid it (pay
+    /// per crawl: `402` with the price, or a payment error).
+    PaymentRequired,
 }
 
 impl Outcome {
@@ -170,6 +173,7 @@ impl Outcome {
             Outcome::Throttled => "throttled",
             Outcome::WouldBlock => "would_block",
             Outcome::WouldThrottle => "would_throttle",
+            Outcome::PaymentRequired => "payment_required",
         }
     }
 

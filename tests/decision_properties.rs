@@ -131,6 +131,8 @@ proptest! {
                 peer: Some(*peer),
                 forwarding: Forwarding::Lines(&lines),
                 signature: None,
+                method: "GET",
+                offer: Some(Default::default()),
             };
             let proxy = Mode { record: true, use_dns: false };
             let explain = Mode { record: false, use_dns: false };

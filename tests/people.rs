@@ -156,6 +156,8 @@ fn people_are_never_refused_by_real_robots_txt_files() {
                                 peer: Some(peer),
                                 forwarding: Forwarding::Lines(&[]),
                                 signature: None,
+                                method: "GET",
+                                offer: Some(Default::default()),
                             };
                             let mode = Mode {
                                 record: true,

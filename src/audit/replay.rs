@@ -132,6 +132,7 @@ impl Audit {
                 ..Rules::default()
             },
             answers: false,
+            pricing: None,
         }
     }
 
@@ -514,6 +515,9 @@ impl<'a> Replay<'a> {
             spoofed: None,
             replayed: false,
             now: SystemTime::UNIX_EPOCH,
+            verified: false,
+            get: true,
+            offer: None,
         };
         let law = audit.law();
         let selection = tally.selection;

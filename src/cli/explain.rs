@@ -124,6 +124,16 @@ fn header_map(lines: &[(&str, &[u8])]) -> http::HeaderMap {
     map
 }
 
+/// One pay-per-crawl price header of the header lines.
+fn price_field<'a>(headers: &'a http::HeaderMap, name: &'static str) -> crate::pricing::Field<'a> {
+    crate::pricing::Field::of(
+        headers
+            .get_all(name)
+            .iter()
+            .map(http::HeaderValue::as_bytes),
+    )
+}
+
 /// Runs `explain` and writes the explanation on `out`.
 pub fn run_explain(args: &ExplainArgs, mut out: impl Write) -> Result<ExitStatus, CliError> {
     let settings =
@@ -159,6 +169,12 @@ pub fn run_explain(args: &ExplainArgs, mut out: impl Write) -> Result<ExitStatus
             } else {
                 "https"
             },
+        }),
+        method: "GET",
+        offer: Some(crate::pricing::Offer {
+            exact: price_field(&headers, crate::pricing::CRAWLER_EXACT_PRICE),
+            max: price_field(&headers, crate::pricing::CRAWLER_MAX_PRICE),
+            ..crate::pricing::Offer::default()
         }),
     };
     let mode = Mode {
@@ -683,6 +699,8 @@ mod tests {
             peer: Some("192.0.2.7".parse().unwrap()),
             forwarding: Forwarding::Lines(&[]),
             signature: None,
+            method: "GET",
+            offer: Some(Default::default()),
         };
         let look = Mode {
             record: false,

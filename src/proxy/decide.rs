@@ -6,11 +6,13 @@
 //! [`decide`] on every request; `crawlgate explain` runs the same code and prints it.
 
 use super::client::Forwarding;
+use super::ledger::Charge;
 use super::politeness::Subject;
 use super::site::{Site, Snapshot, SourceState};
 use super::state::Shared;
 use super::verify::signature::check::{is_signed, RequestView};
 use super::verify::signature::directory::Directory;
+use super::verify::signature::reuse::SignatureUse;
 use super::verify::signature::{reuse, SignatureOutcome, SignatureVerdict};
 use super::verify::{Method, Verification, Verified};
 use crate::agent::{Category, Who};
@@ -19,6 +21,7 @@ use crate::judge::{
     self, Ask, Judgement, Law, Observed, Previous, Reading, Rules, Served, Spoofed, Visit,
 };
 use crate::policy::{Action, Outcome};
+use crate::pricing::{Offer, Payment};
 use crate::robots::{path, PreferenceRule, Selected};
 use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr};
@@ -42,6 +45,13 @@ pub struct RequestFacts<'a> {
     pub forwarding: Forwarding<'a>,
     /// The request as a Web Bot Auth signature covers it, when its headers are at hand.
     pub signature: Option<RequestView<'a>>,
+    /// Its method.
+    pub method: &'a str,
+    /// Its pay-per-crawl price headers as sent ([`Offer::exact`], [`Offer::max`]); whether a
+    /// verified signature vouches for them is found when it is checked. `None` where crawlgate
+    /// takes no payment (forward-auth answers: the origin's answer, which a charge is for,
+    /// never reaches crawlgate).
+    pub offer: Option<Offer<'a>>,
 }
 
 /// How the decision runs.
@@ -91,6 +101,9 @@ pub struct Decision {
     pub replayed: bool,
     /// Whether the request is for /robots.txt.
     pub robots_txt: bool,
+    /// The charge to record when the origin answers with success: a priced page the crawler
+    /// agreed to pay for ([`Payment::Agreed`]).
+    pub charge: Option<Charge>,
     /// The judgement: verdict, rule, outcome, crawlgate's answer, the labels.
     pub judgement: Judgement,
 }
@@ -253,6 +266,12 @@ pub struct Gathered<'a> {
     pub signature: SignatureOutcome,
     /// A replayed signature on a request whose User-Agent claims the crawler it speaks for.
     pub replayed: bool,
+    /// The verified signature's use and signer, for a charge's record.
+    pub signed: Option<Signed>,
+    /// The request's method.
+    pub method: &'a str,
+    /// What it offers to pay, with what its signature vouches for (`None`: no payment taken).
+    pub offer: Option<Offer<'a>>,
     /// The path and query as sent.
     pub target: &'a str,
     /// The path and query reduced and normalised: the request's one normalisation.
@@ -267,6 +286,17 @@ pub struct Gathered<'a> {
     pub visit: Visit,
 }
 
+/// A verified signature: its use (what a charge for it is keyed by) and who signed.
+#[derive(Debug, Clone)]
+pub struct Signed {
+    /// The use.
+    pub reuse: SignatureUse,
+    /// The key directory.
+    pub directory: Arc<str>,
+    /// The key's id.
+    pub keyid: String,
+}
+
 impl Gathered<'_> {
     /// What was observed, as the judgement reads it.
     pub fn observed(&self) -> Observed<'_> {
@@ -278,6 +308,8 @@ impl Gathered<'_> {
             &self.verification,
             self.replayed,
             self.now,
+            self.method,
+            self.offer,
         )
     }
 
@@ -299,6 +331,16 @@ impl Gathered<'_> {
         } else {
             None
         };
+        let charge = match (judgement.payment, &self.signed) {
+            (Some(Payment::Agreed(price)), Some(signed)) => Some(Charge::new(
+                &self.site.name,
+                self.method,
+                self.target,
+                price,
+                signed,
+            )),
+            _ => None,
+        };
         Decision {
             site: self.site,
             snapshot: self.snapshot,
@@ -312,12 +354,14 @@ impl Gathered<'_> {
             signature: self.signature,
             replayed: self.replayed,
             robots_txt: self.reading.robots_txt,
+            charge,
             judgement,
         }
     }
 }
 
 /// The observation the judgement reads.
+#[allow(clippy::too_many_arguments)]
 fn observed<'a>(
     target: &'a str,
     path: &'a [u8],
@@ -326,6 +370,8 @@ fn observed<'a>(
     verification: &'a Verification,
     replayed: bool,
     now: SystemTime,
+    method: &str,
+    offer: Option<Offer<'a>>,
 ) -> Observed<'a> {
     let spoofed = (verification.result == Verified::Spoofed).then(|| Spoofed {
         by_signature: verification.method == Method::Signature,
@@ -339,6 +385,9 @@ fn observed<'a>(
         spoofed,
         replayed,
         now,
+        verified: verification.result == Verified::Verified,
+        get: method == "GET",
+        offer,
     }
 }
 
@@ -363,6 +412,7 @@ fn law<'a>(
         stand_in: snapshot.stand_in_reason(),
         rules,
         answers: true,
+        pricing: snapshot.pricing.as_ref(),
     }
 }
 
@@ -447,6 +497,7 @@ pub async fn gather<'a>(
             directory,
             keyid,
             reuse,
+            covers,
         } if mode.record => {
             let holder = reuse::holder(client, &site.name, facts.user_agent);
             if shared.store.use_signature(&reuse, &holder).await {
@@ -454,12 +505,34 @@ pub async fn gather<'a>(
                     directory,
                     keyid,
                     reuse,
+                    covers,
                 }
             } else {
                 SignatureVerdict::Replayed { directory }
             }
         }
         other => other,
+    };
+    // What a verified signature vouches for of the price headers, and who signed it.
+    let (offer, signed_use) = match &signature {
+        SignatureVerdict::Verified {
+            directory,
+            keyid,
+            reuse,
+            covers,
+        } => (
+            facts.offer.map(|offer| Offer {
+                signed: true,
+                covers: *covers,
+                ..offer
+            }),
+            Some(Signed {
+                reuse: reuse.clone(),
+                directory: directory.url.clone(),
+                keyid: keyid.clone(),
+            }),
+        ),
+        _ => (facts.offer, None),
     };
     // A verified signer is the crawler its directory speaks for, whatever its User-Agent says.
     // An invalid or replayed signature proves nothing: it makes a false claim only of a request
@@ -573,7 +646,17 @@ pub async fn gather<'a>(
     };
     let rules = rules_of(&site, shared, global.on_spoofed);
     let reading = judge::read(
-        &observed(facts.path, &path, who, client, &verification, replayed, now),
+        &observed(
+            facts.path,
+            &path,
+            who,
+            client,
+            &verification,
+            replayed,
+            now,
+            facts.method,
+            offer,
+        ),
         &law(&site, &snapshot, previous.as_deref(), rules),
     );
     let store = &shared.store;
@@ -598,6 +681,9 @@ pub async fn gather<'a>(
         verification,
         signature: signature.outcome(),
         replayed,
+        signed: signed_use,
+        method: facts.method,
+        offer,
         target: facts.path,
         path,
         now,

@@ -5,7 +5,8 @@
 //! Never a raw header or path.
 
 use prometheus::{
-    Encoder, GaugeVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+    CounterVec, Encoder, GaugeVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -50,6 +51,8 @@ pub const METRIC_NAMES: &[&str] = &[
     "crawlgate_dns_lookups_in_flight",
     "crawlgate_crawls_total",
     "crawlgate_referrals_total",
+    "crawlgate_payments_total",
+    "crawlgate_charged_total",
 ];
 
 /// The metrics of one crawlgate process, in their own registry.
@@ -110,6 +113,13 @@ pub struct Metrics {
     /// `crawlgate_referrals_total{site, operator}`: people's requests whose `Referer` (or
     /// `Origin`) is one of the operator's products.
     pub referrals: IntCounterVec,
+    /// `crawlgate_payments_total{site, bot, result}`: priced requests (pay per crawl), by what
+    /// they came to: quoted, charged, charged_before, not_charged (the origin's answer was no
+    /// success), or the payment error.
+    pub payments: IntCounterVec,
+    /// `crawlgate_charged_total{site, bot, currency}`: what verified crawlers were charged, in
+    /// the currency's unit.
+    pub charged: CounterVec,
     /// `crawlgate_requests_over_budget_total{site, bot, action}`: crawler requests disallowed
     /// because judging their path took more work than a query may do.
     pub over_budget: IntCounterVec,
@@ -191,6 +201,15 @@ impl Metrics {
             &["site"],
         )?;
         registry.register(Box::new(robots_last_reload.clone()))?;
+        // A sum of prices: a floating-point counter (Prometheus has no decimal one).
+        let charged = CounterVec::new(
+            Opts::new(
+                "crawlgate_charged_total",
+                "What verified crawlers were charged (pay per crawl), in the currency's unit; the ledger in the state directory is the exact record.",
+            ),
+            &["site", "bot", "currency"],
+        )?;
+        registry.register(Box::new(charged.clone()))?;
         let unknown_host = IntCounter::new(
             "crawlgate_unknown_host_requests_total",
             "Requests for a Host no site is configured for (answered 421).",
@@ -275,6 +294,13 @@ impl Metrics {
                 "People's requests whose Referer (or, without one, Origin) is a host of an operator's products (chatgpt.com, google.*, ...): the visitors the operator sends back.",
                 &["site", "operator"],
             )?,
+            payments: counter(
+                r,
+                "crawlgate_payments_total",
+                "Priced requests of verified crawlers (pay per crawl), by result: quoted (402 with crawler-price), charged, charged_before (the same signed request, charged once), not_charged (the origin answered no success), or the error sent in crawler-error (invalid_exact_price, strong_auth_required, internal_error, ...).",
+                &["site", "bot", "result"],
+            )?,
+            charged,
             over_budget: counter(
                 r,
                 "crawlgate_requests_over_budget_total",

@@ -17,6 +17,7 @@ pub mod demo;
 pub mod forward_auth;
 pub mod forwarding;
 pub mod host;
+pub mod ledger;
 pub mod logging;
 pub mod metrics;
 pub mod politeness;

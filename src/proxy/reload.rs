@@ -360,6 +360,15 @@ impl Reloader {
         if settings.state != old.state {
             log::warn!("the state store changes only on restart; the rest is applied");
         }
+        // The ledger is opened at start, in the state directory in force then.
+        if self.shared.ledger.is_none() {
+            if let Some(site) = settings.sites.iter().find(|s| s.pay_per_crawl.is_some()) {
+                return Err(format!(
+                    "site {}: pay_per_crawl needs the ledger, which is opened at start in the state directory, and this process started without one: restart crawlgate with state_dir set",
+                    site.name
+                ));
+            }
+        }
         let global = Global::new(
             &settings,
             &catalog.catalog,
@@ -461,6 +470,9 @@ impl Reloader {
                     }
                     if let Some(log) = &self.shared.access_log {
                         log.reopen();
+                    }
+                    if let Some(ledger) = &self.shared.ledger {
+                        ledger.rotate();
                     }
                     self.watches(&mut watches);
                     for watch in watches.values_mut() {

@@ -126,6 +126,7 @@ fn embedded_demo(socket: PathBuf) -> Settings {
             upstream_timeout: Duration::from_secs(60),
             content_usage: Default::default(),
             forwarding: Default::default(),
+            pay_per_crawl: None,
         }],
         trusted_proxies: super::client::TrustedProxies::default(),
         state_dir: None,

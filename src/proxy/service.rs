@@ -12,6 +12,7 @@ use super::decide::{self, Decision, Mode, RequestFacts};
 use super::forward_auth;
 use super::forwarding::{self, ClientHeaders, Hop};
 use super::host::{host_name, InvalidHost};
+use super::ledger::{self, Charged};
 use super::metrics::Metrics;
 use super::site::Snapshot;
 use super::state::Shared;
@@ -20,6 +21,7 @@ use super::verify::signature::SignatureOutcome;
 use super::verify::Verified;
 use crate::judge::{Body, Response};
 use crate::policy::VerdictLabel;
+use crate::pricing::{self, Field, Offer, Payment, PaymentError};
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::header::{
@@ -80,7 +82,7 @@ impl CrawlGate {
             peer.map_or_else(|| "?".to_owned(), |p| p.to_string()),
             String::from_utf8_lossy(&body).trim_end()
         );
-        respond(session, status, body, None, &[]).await
+        respond::<&str>(session, status, body, None, &[]).await
     }
 
     /// Answers a forward-auth subrequest: `200` (with the tag headers) to let the original
@@ -128,6 +130,9 @@ impl CrawlGate {
                 path_and_query: original.target,
                 scheme: original.scheme,
             }),
+            method: original.method,
+            // crawlgate never sees the origin's answer here, so it can charge for none.
+            offer: None,
         };
         let nginx = original.nginx;
         ctx.original = Some((original.method.to_owned(), original.target.to_owned()));
@@ -135,7 +140,7 @@ impl CrawlGate {
             // No site for the host: nothing to judge it by, so the edge lets it through (a
             // 421 would reach every visitor of that host, as a 500 from nginx).
             self.shared.metrics.unknown_host.inc();
-            respond(session, 200, Bytes::new(), None, &[]).await?;
+            respond::<&str>(session, 200, Bytes::new(), None, &[]).await?;
             return Ok(true);
         };
         // The edge serves robots.txt itself: its answers stay the edge's.
@@ -158,6 +163,9 @@ impl CrawlGate {
 #[derive(Debug, Default)]
 pub struct Ctx {
     decision: Option<Box<Decision>>,
+    /// What a priced request's payment came to once the origin answered (pay per crawl): the
+    /// metric's result, and the price when it was charged now.
+    payment: Option<(&'static str, Option<pricing::Price>)>,
     /// crawlgate answered the client's `Expect: 100-continue` itself: the origin is not asked.
     continued: bool,
     /// The request is in flight (a stop waits for it) until the context is dropped.
@@ -172,12 +180,12 @@ pub struct Ctx {
 pub use crate::judge::sanitize;
 
 /// Writes a complete text/plain response.
-async fn respond(
+async fn respond<N: pingora::http::IntoCaseHeaderName + Clone>(
     session: &mut Session,
     status: u16,
     body: Bytes,
     retry_after: Option<u64>,
-    more: &[(String, String)],
+    more: &[(N, String)],
 ) -> Result<()> {
     let mut header = ResponseHeader::build(status, Some(4 + more.len()))?;
     header.insert_header(CONTENT_TYPE, Response::CONTENT_TYPE)?;
@@ -370,6 +378,128 @@ fn every_user_agent_is_a_person(
         .all(|value| decide::is_person(&snapshot, value.as_bytes()))
 }
 
+/// The metric result of a charge that could not be recorded (answered 503, `InternalError`).
+const INTERNAL_ERROR: &str = "internal_error";
+
+/// One pay-per-crawl price header of a request.
+fn price_header<'a>(request: &'a RequestHeader, name: &'static str) -> Field<'a> {
+    Field::of(
+        request
+            .headers
+            .get_all(name)
+            .iter()
+            .map(HeaderValue::as_bytes),
+    )
+}
+
+impl CrawlGate {
+    /// Records the charge of a request whose crawler agreed to the price, now that the origin
+    /// answered (pay per crawl): a success is charged once and says so in `crawler-charged`;
+    /// anything else is not charged. What it came to is kept for `logging`. A charge that
+    /// cannot be recorded is an error: the response is replaced by a 503 (`fail_to_proxy`), so
+    /// that nobody is told of a charge the ledger does not hold.
+    async fn charge(
+        &self,
+        session: &Session,
+        response: &mut ResponseHeader,
+        ctx: &mut Ctx,
+    ) -> Result<()> {
+        let Some(decision) = &ctx.decision else {
+            return Ok(());
+        };
+        let (Some(charge), Some(Payment::Agreed(price))) =
+            (&decision.charge, decision.judgement.payment)
+        else {
+            return Ok(());
+        };
+        // Only crawlgate says what was charged.
+        response.remove_header(pricing::CRAWLER_CHARGED);
+        if !response.status.is_success() {
+            ctx.payment = Some(("not_charged", None));
+            return Ok(());
+        }
+        let Some(ledger) = &self.shared.ledger else {
+            ctx.payment = Some((INTERNAL_ERROR, None));
+            return Error::e_explain(HTTPStatus(503), "pay per crawl: no ledger");
+        };
+        let request = session.req_header();
+        let target = request.uri.path_and_query().map_or("/", |p| p.as_str());
+        let path: String = target.chars().take(2048).collect();
+        let host = ctx
+            .host
+            .as_ref()
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or_default();
+        let crawler = decision.crawler();
+        let line = ledger::to_line(&ledger::ChargeLine {
+            kind: "charge",
+            time: ledger::line_time(),
+            id: ledger::id_hex(&charge.id),
+            site: &decision.site.settings.name,
+            host,
+            method: request.method.as_str(),
+            path: &path,
+            bot: decision.bot(),
+            operator: crawler.as_ref().and_then(|c| c.operator.as_deref()),
+            directory: &charge.directory,
+            keyid: &charge.keyid,
+            client: decision.client.to_string(),
+            price: price.to_string(),
+            currency: price.currency(),
+            amount: price.amount_text(),
+            status: response.status.as_u16(),
+            until: charge.until,
+        });
+        match ledger
+            .charge(charge, line, self.shared.store.as_ref())
+            .await
+        {
+            Ok(Charged::Now) => {
+                response.insert_header(pricing::CRAWLER_CHARGED, price.to_string())?;
+                ctx.payment = Some(("charged", Some(price)));
+                Ok(())
+            }
+            Ok(Charged::Before) => {
+                ctx.payment = Some(("charged_before", None));
+                Ok(())
+            }
+            Err(e) => {
+                log::error!(
+                    "site {}: pay per crawl: not charged, answered 503: {e}",
+                    decision.site.settings.name
+                );
+                ctx.payment = Some((INTERNAL_ERROR, None));
+                Error::e_explain(
+                    HTTPStatus(503),
+                    "pay per crawl: the charge cannot be recorded",
+                )
+            }
+        }
+    }
+
+    /// Takes back a charge whose response the origin broke off (the crawler did not get what
+    /// it paid for): a `void` line in the ledger.
+    async fn void_charge(&self, decision: &Decision, error: &Error) {
+        let (Some(ledger), Some(charge)) = (&self.shared.ledger, &decision.charge) else {
+            return;
+        };
+        let reason = format!(
+            "the origin broke the response off: {}",
+            error.etype().as_str()
+        );
+        let line = ledger::to_line(&ledger::VoidLine {
+            kind: "void",
+            time: ledger::line_time(),
+            id: ledger::id_hex(&charge.id),
+            site: &decision.site.settings.name,
+            reason: &reason,
+        });
+        if let Err(e) = ledger.void(line, self.shared.store.as_ref()).await {
+            log::error!("pay per crawl: a broken-off charge cannot be taken back: {e}");
+        }
+    }
+}
+
 /// Whether the client waits for `100 Continue` before sending its body (RFC 9110 §10.1.1).
 /// Clients send it with a body, which GET and HEAD requests have none of: they are not looked
 /// at (every request asks).
@@ -469,6 +599,12 @@ impl ProxyHttp for CrawlGate {
                 path_and_query: request.uri.path_and_query().map_or("/", |p| p.as_str()),
                 scheme: signed_scheme(session.digest(), &request.headers),
             }),
+            method: request.method.as_str(),
+            offer: Some(Offer {
+                exact: price_header(request, pricing::CRAWLER_EXACT_PRICE),
+                max: price_header(request, pricing::CRAWLER_MAX_PRICE),
+                ..Offer::default()
+            }),
         };
         let Some(decision) = decide::decide(&self.shared, &facts, Mode::LIVE).await else {
             self.shared.metrics.unknown_host.inc();
@@ -477,20 +613,19 @@ impl ProxyHttp for CrawlGate {
                 "crawlgate: no site is configured for host `{}`\n",
                 sanitize(&host)
             );
-            respond(session, 421, Bytes::from(body), None, &[]).await?;
+            respond::<&str>(session, 421, Bytes::from(body), None, &[]).await?;
             return Ok(true);
         };
         // The judgement says whether crawlgate answers, and with what.
         // The later phases read the rest of the judgement; its answer is written here, once.
         let mut decision = decision;
-        let answer = decision
-            .judgement
-            .response
-            .take()
-            .map(|r| (r.status, body_of(r.body, &decision.snapshot), r.retry_after));
+        let answer = decision.judgement.response.take().map(|r| {
+            let body = body_of(r.body, &decision.snapshot);
+            (r.status, body, r.retry_after, r.headers)
+        });
         ctx.decision = Some(Box::new(decision));
-        if let Some((status, body, retry_after)) = answer {
-            respond(session, status, body, retry_after, &[]).await?;
+        if let Some((status, body, retry_after, headers)) = answer {
+            respond(session, status, body, retry_after, &headers).await?;
             return Ok(true);
         }
         // A client waiting for `100 Continue` before it sends its body gets it here, as nginx
@@ -553,9 +688,25 @@ impl ProxyHttp for CrawlGate {
                 .with_label_values(&["unreadable_body"])
                 .inc();
         }
+        if let Some((_, _)) = ctx.payment.filter(|(result, _)| *result == INTERNAL_ERROR) {
+            let price = ctx
+                .decision
+                .as_ref()
+                .and_then(|d| d.judgement.payment)
+                .map(Payment::price);
+            let error = PaymentError::InternalError;
+            let mut headers = vec![(pricing::CRAWLER_ERROR, error.code().to_owned())];
+            headers.extend(price.map(|p| (pricing::CRAWLER_PRICE, p.to_string())));
+            let body = Bytes::from(format!("crawlgate: {}\n", error.why()));
+            let _ = respond(session, error.status(), body, Some(1), &headers).await;
+            return FailToProxy {
+                error_code: error.status(),
+                can_reuse_downstream: false,
+            };
+        }
         if code > 0 {
             let body = Bytes::from(format!("crawlgate: {}\n", upstream_failure(code)));
-            let _ = respond(session, code, body, None, &[]).await;
+            let _ = respond::<&str>(session, code, body, None, &[]).await;
         }
         FailToProxy {
             error_code: code,
@@ -648,6 +799,7 @@ impl ProxyHttp for CrawlGate {
             response.remove_header(&TRANSFER_ENCODING);
             session.as_downstream_mut().set_keepalive(None);
         }
+        self.charge(session, response, ctx).await?;
         let Some(decision) = &ctx.decision else {
             return Ok(());
         };
@@ -759,6 +911,28 @@ impl ProxyHttp for CrawlGate {
                 .inc();
         }
         count_crawl_or_referral(decision, session.req_header(), metrics);
+        // Pay per crawl: what the judgement said, or what the charge came to.
+        let payment = match (ctx.payment, labels.payment) {
+            (Some(settled), _) => Some(settled),
+            // Agreed, but the origin never answered: nothing was charged.
+            (None, Some("agreed")) => Some(("not_charged", None)),
+            (None, label) => label.map(|label| (label, None)),
+        };
+        if let Some((result, charged)) = payment {
+            metrics
+                .payments
+                .with_label_values(&[site, bot, result])
+                .inc();
+            if let Some(price) = charged {
+                metrics
+                    .charged
+                    .with_label_values(&[site, bot, price.currency()])
+                    .inc_by(price.amount());
+                if let Some(error) = error.filter(|e| e.esource() == &ErrorSource::Upstream) {
+                    self.void_charge(decision, error).await;
+                }
+            }
+        }
         if let Some(error) = error {
             let kind = match error.etype() {
                 ConnectTimedout | ConnectRefused | ConnectError | ConnectNoRoute => "connect",

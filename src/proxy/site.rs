@@ -94,6 +94,8 @@ pub struct Snapshot {
     pub loaded_at: SystemTime,
     /// Where it came from.
     pub state: SourceState,
+    /// The site's prices against this file (its sitemaps are free), when it prices pages.
+    pub pricing: Option<crate::pricing::Pricing>,
 }
 
 impl Snapshot {
@@ -141,6 +143,10 @@ impl Snapshot {
         };
         let crawlers = Crawlers::build(catalog, &robots, &site.actions(), &site.bot_tokens)?;
         let sha256 = hex(&Sha256::digest(&bytes));
+        let pricing = site
+            .pay_per_crawl
+            .as_ref()
+            .map(|prices| crate::pricing::Pricing::new(prices.clone(), &robots));
         LIVE_SNAPSHOTS.fetch_add(1, Ordering::Relaxed);
         Ok(Snapshot {
             id: NEXT_SNAPSHOT_ID.fetch_add(1, Ordering::Relaxed),
@@ -154,6 +160,7 @@ impl Snapshot {
             sha256,
             loaded_at: SystemTime::now(),
             state,
+            pricing,
         })
     }
 

@@ -179,6 +179,9 @@ pub struct Shared {
     pub signatures: Arc<Signatures>,
     /// Client connections, their limits and the requests in flight.
     pub connections: Arc<Registry>,
+    /// The ledger of pay-per-crawl charges, in the state directory (none without one: a site
+    /// that prices pages needs one, which the configuration checks).
+    pub ledger: Option<Arc<super::ledger::Ledger>>,
 }
 
 /// Startup failed.
@@ -256,6 +259,10 @@ impl Shared {
         let trust = Trust::new(&settings.verification.signatures, &catalog.catalog);
         let signatures = Arc::new(Signatures::new(trust, settings.state_dir.clone()));
         let metrics_for_connections = metrics.clone();
+        let ledger = settings
+            .state_dir
+            .as_deref()
+            .map(|dir| Arc::new(super::ledger::Ledger::open(dir)));
         let shared = Shared {
             sites: ArcSwap::from_pointee(Sites::new(sites)),
             catalog: ArcSwap::from_pointee(catalog),
@@ -271,6 +278,7 @@ impl Shared {
                 &settings.trusted_proxies,
                 &metrics_for_connections,
             )),
+            ledger,
         };
         for site in &shared.sites.load().all {
             shared.publish(&site.settings.name, &site.snapshot.load());
@@ -327,6 +335,12 @@ impl Shared {
             ("robots_fetch", entries.robots_fetch),
             ("dns", entries.dns),
             ("signature_uses", entries.signature_uses),
+            (
+                "charges",
+                self.ledger
+                    .as_ref()
+                    .map_or(0, |ledger| ledger.remembered() as u64),
+            ),
         ] {
             tracked
                 .with_label_values(&[kind])

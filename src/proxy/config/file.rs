@@ -584,6 +584,10 @@ pub struct SiteFile {
     /// PEM CA certificates a TLS origin's certificate is checked against, instead of the
     /// system's.
     pub upstream_ca: Option<PathBuf>,
+    /// Pay per crawl: a price per category or crawler (`{ai-training: "USD 0.01", GPTBot:
+    /// "USD 0.05"}`) that verified crawlers pay for the pages robots.txt lets them fetch.
+    #[serde(default)]
+    pub pay_per_crawl: BTreeMap<String, String>,
 }
 
 /// `content_usage:` of a site: what its robots.txt's `Content-Usage` and `Content-Signal` lines

@@ -128,6 +128,8 @@ pub struct SiteSettings {
     pub content_usage: ContentUsage,
     /// Which forwarding headers the origin gets.
     pub forwarding: crate::proxy::forwarding::ForwardingSettings,
+    /// What verified crawlers pay per page (pay per crawl), when the site prices pages.
+    pub pay_per_crawl: Option<crate::pricing::Prices>,
 }
 
 impl SiteSettings {

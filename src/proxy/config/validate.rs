@@ -212,6 +212,15 @@ impl Validator<'_> {
                 .and_then(|dirs| std::env::split_paths(&dirs).next())
                 .filter(|dir| dir.is_absolute()),
         };
+        if let Some(i) = sites.iter().position(|site| site.pay_per_crawl.is_some()) {
+            if state_dir.is_none() {
+                return Err(self.site_error(
+                    i,
+                    "pay_per_crawl:",
+                    format!("sites[{i}].pay_per_crawl: charges are recorded in a ledger in the state directory, and none is set: add state_dir (/var/lib/crawlgate)"),
+                ));
+            }
+        }
         if let Some(dir) = &state_dir {
             if dir.exists() && !dir.is_dir() {
                 return Err(self.error(
@@ -588,7 +597,49 @@ impl Validator<'_> {
                 .map_or(DEFAULT_UPSTREAM_TIMEOUT, |d| d.0),
             content_usage: site.content_usage,
             forwarding: site.forwarding,
+            pay_per_crawl: self.pay_per_crawl(i, &site.pay_per_crawl)?,
         })
+    }
+
+    /// `pay_per_crawl`: each key a category of the catalog's or a product token (a key that
+    /// is a category's name is the category), each value a price that is not zero.
+    fn pay_per_crawl(
+        &self,
+        i: usize,
+        prices: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Option<crate::pricing::Prices>, ConfigError> {
+        if prices.is_empty() {
+            return Ok(None);
+        }
+        let mut crawlers = Vec::new();
+        let mut categories = Vec::new();
+        for (key, text) in prices {
+            let error = |message: String| {
+                self.site_error(i, key, format!("sites[{i}].pay_per_crawl.{key}: {message}"))
+            };
+            let price = crate::pricing::Price::parse(text).map_err(|e| error(e.to_string()))?;
+            if price.is_zero() {
+                return Err(error(format!(
+                    "`{text}` charges nothing: leave the crawler out to let it crawl for free"
+                )));
+            }
+            let category = Category::ALL.into_iter().find(|c| c.as_str() == key);
+            match category {
+                Some(Category::Unlisted | Category::Unnamed) => {
+                    return Err(error(
+                        "not a category of the catalog's crawlers: only a verified crawler is priced, and these cannot be verified".into(),
+                    ))
+                }
+                Some(category) => categories.push((category, price)),
+                None if is_product_token(key) => crawlers.push((key.clone(), price)),
+                None => {
+                    return Err(error(
+                        "neither a category (ai-training, ai-search, ...) nor a product token (letters, `-` and `_`, such as GPTBot)".into(),
+                    ))
+                }
+            }
+        }
+        Ok(Some(crate::pricing::Prices::new(crawlers, categories)))
     }
 
     fn upstream(&self, i: usize, site: &SiteFile) -> Result<Upstream, ConfigError> {

@@ -79,6 +79,21 @@ pub trait StateStore: Send + Sync + std::fmt::Debug {
     /// the budget, the instance's own memory does.
     async fn use_signature(&self, signature: &SignatureUse, holder: &Digest) -> bool;
 
+    /// Claims the charge of one signed request for this instance (pay per crawl, keyed as
+    /// [`crate::proxy::ledger::Charge`] says), remembered until `until` (seconds since the
+    /// epoch): `Ok(true)` when no instance charged it before, `Ok(false)` when one did. A
+    /// shared store that cannot answer within the budget gives `Err`: the charge is then not
+    /// made (charging twice is worse than charging later). This process's memory answers
+    /// `Ok(true)`: the ledger remembers its own charges.
+    async fn claim_charge(&self, id: &Digest, until: i64) -> Result<bool, String>;
+
+    /// Gives back a claim whose charge could not be recorded.
+    async fn release_charge(&self, id: &Digest);
+
+    /// Hands one ledger line (JSON, with its line break) to the fleet: a shared store appends
+    /// it to the `crawlgate:ledger` stream, where every instance's charges meet.
+    async fn record_charge(&self, line: &[u8]);
+
     /// How many entries this instance's memory holds.
     fn entries(&self) -> Entries;
 

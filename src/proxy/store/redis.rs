@@ -264,12 +264,28 @@ fn signature_key(signature: &SignatureUse) -> String {
 
 /// How long a use is remembered from now: until its signature expires, at least a second.
 fn remember_for_ms(signature: &SignatureUse) -> u64 {
+    until_ms(signature.until)
+}
+
+/// Milliseconds from now until `until` (seconds since the epoch): at least a second, a year at
+/// most.
+fn until_ms(until: i64) -> u64 {
     let now = millis(SystemTime::now()) / 1000;
-    let left = u64::try_from(signature.until)
-        .unwrap_or(0)
-        .saturating_sub(now);
+    let left = u64::try_from(until).unwrap_or(0).saturating_sub(now);
     left.clamp(1, 365 * 24 * 3600) * 1000
 }
+
+fn charge_key(id: &Digest) -> String {
+    format!("crawlgate:charge:{}", hex(id))
+}
+
+/// The stream every instance's ledger lines meet in.
+pub const LEDGER_STREAM: &str = "crawlgate:ledger";
+
+/// About how many lines the stream keeps (`XADD … MAXLEN ~`): a feed for a fleet's dashboards
+/// and billing jobs to read, bounded so that nobody reading it never fills the store; the
+/// instances' files are the record.
+pub const LEDGER_STREAM_MAX: u64 = 1_000_000;
 
 fn encode(outcome: &DnsOutcome) -> String {
     match outcome {
@@ -546,6 +562,50 @@ impl StateStore for RedisStore {
             // belongs to is still accepted by this instance.
             Some(_) => false,
             None => self.local.use_signature_now(signature, holder),
+        }
+    }
+
+    async fn claim_charge(&self, id: &Digest, until: i64) -> Result<bool, String> {
+        let mut set = redis::cmd("SET");
+        set.arg(charge_key(id))
+            .arg(1)
+            .arg("NX")
+            .arg("PX")
+            .arg(until_ms(until));
+        let mut connection = self.connection.clone();
+        let request = async move { set.query_async::<Option<String>>(&mut connection).await };
+        match self.ask("charge claim", request).await {
+            Some(set) => Ok(set.is_some()),
+            None if self.status.is_up() => Err(format!(
+                "no answer within the {} ms budget",
+                self.budget.as_millis()
+            )),
+            None => Err(self.status.why()),
+        }
+    }
+
+    async fn release_charge(&self, id: &Digest) {
+        let mut del = redis::cmd("DEL");
+        del.arg(charge_key(id));
+        let mut connection = self.connection.clone();
+        let request = async move { del.query_async::<i64>(&mut connection).await };
+        self.ask("charge release", request).await;
+    }
+
+    async fn record_charge(&self, line: &[u8]) {
+        let mut add = redis::cmd("XADD");
+        let line = line.strip_suffix(b"\n").unwrap_or(line).to_vec();
+        add.arg(LEDGER_STREAM)
+            .arg("MAXLEN")
+            .arg("~")
+            .arg(LEDGER_STREAM_MAX)
+            .arg("*")
+            .arg("line")
+            .arg(line);
+        let mut connection = self.connection.clone();
+        let request = async move { add.query_async::<String>(&mut connection).await };
+        if self.ask("ledger line", request).await.is_none() {
+            log::warn!("state store: a ledger line did not reach {LEDGER_STREAM}; it is in this instance's file");
         }
     }
 

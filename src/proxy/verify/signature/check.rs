@@ -134,6 +134,29 @@ pub struct Parsed {
     pub expires: i64,
     /// `nonce`, when sent.
     pub nonce: Option<String>,
+    /// The pay-per-crawl price headers it covers (their values as sent are in its base).
+    pub covers: crate::pricing::Covers,
+}
+
+/// Which price headers a signature base covers, as plain fields: a price is read from the
+/// field's value, which is what a plain field's signature vouches for.
+fn covered_prices(
+    base: &web_bot_auth::message_signatures::SignatureBase,
+) -> crate::pricing::Covers {
+    let mut covers = crate::pricing::Covers::default();
+    for component in base.components.keys() {
+        if let CoveredComponent::HTTP(HTTPField { name, parameters }) = component {
+            if !parameters.0.is_empty() {
+                continue;
+            }
+            match name.as_str() {
+                crate::pricing::CRAWLER_EXACT_PRICE => covers.exact = true,
+                crate::pricing::CRAWLER_MAX_PRICE => covers.max = true,
+                _ => {}
+            }
+        }
+    }
+    covers
 }
 
 impl std::fmt::Debug for Parsed {
@@ -210,6 +233,7 @@ pub fn parse(view: &RequestView<'_>) -> Checked {
     // scheme case-sensitively); an inline key set is no URL, and proves nothing anyway.
     let label = verifier.get_parsed_label();
     let agents = super::agent::covered_directories(&label.base);
+    let covers = covered_prices(&label.base);
     let signature = label.signature.clone();
     Checked::Parsed(Box::new(Parsed {
         verifier,
@@ -219,6 +243,7 @@ pub fn parse(view: &RequestView<'_>) -> Checked {
         created,
         expires,
         nonce,
+        covers,
     }))
 }
 

@@ -113,6 +113,8 @@ pub enum SignatureVerdict {
         keyid: String,
         /// What identifies this use of the signature.
         reuse: SignatureUse,
+        /// The pay-per-crawl price headers it covers.
+        covers: crate::pricing::Covers,
     },
     /// A Web Bot Auth signature that does not verify: expired, future-dated, not covering
     /// what it must, signed by a key the directory does not hold, or tampered with.
@@ -286,6 +288,7 @@ impl Signatures {
             };
         };
         let keyid = parsed.keyid.clone();
+        let covers = parsed.covers;
         let reuse = parsed.reuse(&directory, trust.settings.skew);
         if let Err(why) = parsed.verify(&keys) {
             return SignatureVerdict::Invalid {
@@ -297,6 +300,7 @@ impl Signatures {
             directory,
             keyid,
             reuse,
+            covers,
         }
     }
 }
@@ -382,6 +386,7 @@ mod tests {
                 directory,
                 keyid,
                 reuse,
+                ..
             } => {
                 assert_eq!(directory.bot.as_deref(), Some("ExampleBot"));
                 assert_eq!(keyid, "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U");
