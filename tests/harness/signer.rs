@@ -75,6 +75,9 @@ pub struct Signing<'a> {
     pub tag: &'a str,
     /// A fresh one by default; `None` signs without a nonce.
     pub nonce: Option<String>,
+    /// Header fields covered besides `@authority` and `signature-agent` (pay per crawl's
+    /// `crawler-exact-price`), sent with the signature headers.
+    pub covered: Vec<(&'static str, String)>,
 }
 
 impl<'a> Signing<'a> {
@@ -89,7 +92,14 @@ impl<'a> Signing<'a> {
             expires: now() + 300,
             tag: "web-bot-auth",
             nonce: Some(format!("nonce-{}", NONCES.fetch_add(1, Ordering::Relaxed))),
+            covered: Vec::new(),
         }
+    }
+
+    /// Covers the header `name` with `value` too (and sends it).
+    pub fn covering(mut self, name: &'static str, value: &str) -> Signing<'a> {
+        self.covered.push((name, value.to_owned()));
+        self
     }
 
     /// The three headers, in the dictionary form of `Signature-Agent`. The member covered is
@@ -99,21 +109,33 @@ impl<'a> Signing<'a> {
             .nonce
             .as_ref()
             .map_or(String::new(), |n| format!(r#";nonce="{n}""#));
+        let extra: String = self
+            .covered
+            .iter()
+            .map(|(name, _)| format!(" \"{name}\""))
+            .collect();
         let params = format!(
-            r#"("@authority" "signature-agent";key="sig1");created={};expires={};keyid="{}";alg="ed25519"{nonce};tag="{}""#,
+            r#"("@authority" "signature-agent";key="sig1"{extra});created={};expires={};keyid="{}";alg="ed25519"{nonce};tag="{}""#,
             self.created, self.expires, self.keyid, self.tag
         );
         let member = format!("\"{}\"{}", self.agent, self.agent_params);
+        let extra_lines: String = self
+            .covered
+            .iter()
+            .map(|(name, value)| format!("\"{name}\": {value}\n"))
+            .collect();
         let base = format!(
-            "\"@authority\": {}\n\"signature-agent\";key=\"sig1\": {member}\n\"@signature-params\": {params}",
+            "\"@authority\": {}\n\"signature-agent\";key=\"sig1\": {member}\n{extra_lines}\"@signature-params\": {params}",
             self.authority
         );
         let signature = STANDARD.encode(self.signer.key.sign(base.as_bytes()).to_bytes());
-        vec![
+        let mut headers = vec![
             ("signature-input", format!("sig1={params}")),
             ("signature", format!("sig1=:{signature}:")),
             ("signature-agent", format!("sig1={member}")),
-        ]
+        ];
+        headers.extend(self.covered.iter().cloned());
+        headers
     }
 }
 

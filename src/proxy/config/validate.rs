@@ -889,6 +889,54 @@ mod tests {
     }
 
     #[test]
+    fn pay_per_crawl_names_categories_or_crawlers_and_needs_a_ledger() {
+        let priced = |prices: &str| {
+            format!("state_dir: /var/lib/crawlgate\n{MINIMAL}    pay_per_crawl:\n{prices}")
+        };
+        let settings = parse(&priced(
+            "      ai-training: \"USD 0.01\"\n      GPTBot: \"USD 0.05\"\n",
+        ))
+        .unwrap();
+        let prices = settings.sites[0].pay_per_crawl.as_ref().unwrap();
+        let price = |text| crate::pricing::Price::parse(text).ok();
+        assert_eq!(
+            prices.for_crawler("CCBot", "CCBot", Category::AiTraining),
+            price("USD 0.01")
+        );
+        assert_eq!(
+            prices.for_crawler("gptbot", "GPTBot", Category::AiTraining),
+            price("USD 0.05")
+        );
+        assert_eq!(
+            prices.for_crawler("Googlebot", "Googlebot", Category::Search),
+            None
+        );
+        assert_eq!(parse(MINIMAL).unwrap().sites[0].pay_per_crawl, None);
+        // Each error names the key, its line and what would be valid.
+        for (prices, line, says) in [
+            ("      ai-training: \"0.01\"\n", 9, "currency code"),
+            ("      ai-training: \"USD 0\"\n", 9, "charges nothing"),
+            (
+                "      seo: \"USD 1\"\n      unnamed: \"USD 1\"\n",
+                10,
+                "cannot be verified",
+            ),
+            ("      \"MJ12bot\": \"USD 1\"\n", 9, "neither a category"),
+        ] {
+            let error = parse(&priced(prices)).unwrap_err();
+            assert_eq!(error.line, Some(line), "{error}");
+            assert!(error.message.contains(says), "{error}");
+        }
+        // Charges are recorded in the state directory: none, no prices.
+        let error = parse(&format!(
+            "{MINIMAL}    pay_per_crawl: {{ai-training: \"USD 0.01\"}}\n"
+        ))
+        .unwrap_err();
+        assert_eq!(error.line, Some(7), "{error}");
+        assert!(error.message.contains("add state_dir"), "{error}");
+    }
+
+    #[test]
     fn bad_values_say_what_would_be_valid() {
         let bad_action = MINIMAL.replace("    robots:", "    action: blok\n    robots:");
         let error = parse(&bad_action).unwrap_err();
