@@ -34,6 +34,7 @@ fn config(origin: &Origin, directory: &Directory, state_dir: &Path, store: &str)
         r#"listen: ["{{listen}}"]
 metrics: {{listen: "{{metrics}}"}}
 pingora: {{threads: 1, grace_period_seconds: 1}}
+access_log: "{{dir}}/access.jsonl"
 state_dir: "{}"
 {store}verification:
   ranges: {{GPTBot: gptbot.json}}
@@ -316,6 +317,18 @@ fn verified_crawlers_are_priced_and_charged_once() {
         .metric(r#"crawlgate_charged_total{bot="ChatGPT-User",currency="USD",site="site"}"#)
         .unwrap();
     assert!((charged - 0.02).abs() < 1e-9, "{charged}");
+
+    // The access log says what each priced request came to.
+    wait_for("the access log's charges", || {
+        let log = std::fs::read_to_string(proxy.path("access.jsonl")).unwrap_or_default();
+        let results: Vec<String> = log
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|l| l["payment"].as_str().map(str::to_owned))
+            .collect();
+        let count = |r: &str| results.iter().filter(|x| *x == r).count();
+        (count("charged") == 2 && count("quoted") == 2 && count("not_charged") == 1).then_some(())
+    });
 
     // explain gives the same judgement: the price, and what the request came to.
     let args = [

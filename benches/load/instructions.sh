@@ -11,6 +11,12 @@
 #                                           # without a shared state store (needs redis-server)
 #   REFERER=https://chatgpt.com/ MIX=people SIZES=small benches/load/instructions.sh   # people
 #                                           # arriving from an operator's product (a referral)
+#   ROBOTS_EXTRA=', managed: {categories: {ai-training: disallow}}' \
+#   SITE_EXTRA='    pay_per_crawl: {ai-training: "USD 0.01"}' STATE_DIR=1 \
+#     REFERER=https://chatgpt.com/ MIX=people SIZES=small benches/load/instructions.sh
+#                                           # issue 26's three at once: a managed robots.txt,
+#                                           # pay per crawl (its ledger in a state directory)
+#                                           # and people with a Referer
 #
 # Needs valgrind, nginx and wrk. Everything listens on loopback.
 set -euo pipefail
@@ -108,8 +114,12 @@ measure() { # name port command...
   kill "$pid"; wait "$pid" 2>/dev/null || true
 }
 config() { # port robots [store URL]
-  printf 'listen: ["127.0.0.1:%s"]\npingora: %s\nsites:\n  - name: bench\n    upstream: "127.0.0.1:%s"\n    robots: {file: %s}\n' "$1" "$PINGORA" "$ORIGIN" "$2"
+  # ROBOTS_EXTRA: more keys of the site's robots map; SITE_EXTRA: more lines of the site;
+  # STATE_DIR=1: a state directory in the work folder.
+  printf 'listen: ["127.0.0.1:%s"]\npingora: %s\nsites:\n  - name: bench\n    upstream: "127.0.0.1:%s"\n    robots: {file: %s%s}\n' "$1" "$PINGORA" "$ORIGIN" "$2" "${ROBOTS_EXTRA:-}"
+  [ -z "${SITE_EXTRA:-}" ] || printf '%s\n' "$SITE_EXTRA"
   [ -z "${3:-}" ] || printf 'state: {redis: "%s"}\n' "$3"
+  [ "${STATE_DIR:-0}" != 1 ] || { mkdir -p "$work/state"; printf 'state_dir: "%s"\n' "$work/state"; }
 }
 rows=()
 port=$(free_port)

@@ -54,6 +54,10 @@ pub struct Entry<'a> {
     pub crawl_delay_exceeded: bool,
     /// Judged by the previous robots.txt, which it read within the grace period.
     pub grace: bool,
+    /// Pay per crawl: what a priced request came to (`quoted`, `charged`, `charged_before`,
+    /// `not_charged`, or the payment error), absent when the page was not priced for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payment: Option<&'a str>,
 }
 
 /// The request side of the access log: cheap to clone, never blocks.

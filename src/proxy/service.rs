@@ -978,6 +978,7 @@ impl ProxyHttp for CrawlGate {
             robots_unread: labels.without_robots_fetch,
             crawl_delay_exceeded: labels.crawl_delay_exceeded.is_some(),
             grace: decision.judgement.verdict == VerdictLabel::Grace,
+            payment: payment.map(|(result, _)| result),
         };
         if !log.record(&entry) {
             metrics.access_log_dropped.inc();
