@@ -49,6 +49,18 @@ pub enum Source {
     Overridden(u32),
 }
 
+impl Source {
+    /// How `robots compose --sources`, `lint` and `check` name it: `managed`, `origin N`,
+    /// `overridden N`.
+    pub fn label(self) -> String {
+        match self {
+            Source::Managed => "managed".to_owned(),
+            Source::Origin(line) => format!("origin {line}"),
+            Source::Overridden(line) => format!("overridden {line}"),
+        }
+    }
+}
+
 /// The composed file, and where each of its lines comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Composed {

@@ -216,4 +216,63 @@ fn compose_prints_the_served_file_with_where_each_line_comes_from() {
         assert_eq!(json["verdict"], verdict, "{out}");
         assert_eq!(json["rule"]["source"], source, "{out}");
     }
+
+    // check and lint read the same composed file, each line with its source.
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_crawlgate"))
+            .args(args)
+            .arg("--config")
+            .arg(&path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        (
+            output.status.code(),
+            String::from_utf8(output.stdout).unwrap(),
+            stderr,
+        )
+    };
+    let (code, out, err) = run(&["check", "--agent", "GPTBot", "/page", "/private/x"]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("disallowed /page") && lines[0].ends_with("(Disallow: /) [managed]"),
+        "{out}"
+    );
+    let (_, out, _) = run(&["check", "--agent", "Googlebot", "--json", "/private/x"]);
+    let json: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(json["allowed"], false, "{out}");
+    assert_eq!(
+        json["source"],
+        serde_json::json!({"from": "origin", "line": 5}),
+        "{out}"
+    );
+    // A problem of the origin's file is reported at its line in the served file, with the
+    // origin's own line number beside it.
+    origin.set_robots(
+        200,
+        "User-agent: *\nDisallow: /private/\nNoindex: /x\n",
+        Duration::ZERO,
+    );
+    let (code, out, err) = run(&["lint", "--strict"]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    let problem = out
+        .lines()
+        .find(|l| l.contains("noindex"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        problem.starts_with("site shop:") && problem.contains(" (origin 3): "),
+        "{out}"
+    );
+    let (_, out, _) = run(&["lint", "--json", "--site", "shop"]);
+    let json: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(json["file"], "site shop");
+    assert_eq!(
+        json["sources"][0]["source"],
+        serde_json::json!({"from": "origin", "line": 3}),
+        "{out}"
+    );
+    // A file and --config are one or the other.
+    let (code, _, err) = run(&["lint", "robots.txt"]);
+    assert_eq!(code, Some(2), "{err}");
 }

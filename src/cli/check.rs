@@ -28,6 +28,16 @@ pub struct CheckArgs {
     /// The parse limit in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BYTES)]
     pub max_bytes: usize,
+    /// Check against what a site of this configuration serves instead of `--robots`: its
+    /// robots.txt (an origin's fetched once) with the groups it manages composed; the deciding
+    /// line says where it comes from (`managed`, `origin N`).
+    #[cfg(feature = "proxy")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["robots", "jsonl"])]
+    pub config: Option<PathBuf>,
+    /// With `--config`: the site (needed when it has several).
+    #[cfg(feature = "proxy")]
+    #[arg(long, value_name = "NAME", requires = "config")]
+    pub site: Option<String>,
     /// URLs or paths to check.
     #[arg(value_name = "URL")]
     pub urls: Vec<String>,
@@ -53,6 +63,10 @@ struct Answer<'a> {
     /// The same in aipref's `Content-Usage` header form, as the proxy announces it.
     #[serde(skip_serializing_if = "Option::is_none")]
     content_usage: Option<&'static str>,
+    /// Where the deciding rule's line comes from, for a site that manages groups of its own
+    /// (`--config`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<crate::managed::Source>,
     /// The verdict the query expected, when it said.
     #[serde(skip_serializing_if = "Option::is_none")]
     expected: Option<Expected>,
@@ -81,6 +95,7 @@ impl<'a> Answer<'a> {
             group: v.group,
             reason: v.reason,
             form: v.form,
+            source: None,
             expected: None,
             ok: None,
         }
@@ -111,12 +126,29 @@ struct Query {
 pub fn run_check(
     args: &CheckArgs,
     mut input: impl BufRead,
-    mut out: impl Write,
+    out: impl Write,
     err: impl Write,
 ) -> Result<ExitStatus, CliError> {
     let options = Options {
         max_bytes: args.max_bytes,
     };
+    #[cfg(feature = "proxy")]
+    if let Some(config) = &args.config {
+        let mut served = super::robots::served(config, args.site.as_deref())?;
+        if served.len() > 1 {
+            let names: Vec<&str> = served.iter().map(|(name, _)| name.as_str()).collect();
+            return Err(CliError::Usage(format!(
+                "the configuration has {} sites ({}): name one with --site",
+                names.len(),
+                names.join(", ")
+            )));
+        }
+        let Some((_, snapshot)) = served.pop() else {
+            return Err(CliError::Usage("the configuration has no site".into()));
+        };
+        let sources = |line| snapshot.line_source(line);
+        return check_urls(args, &snapshot.robots, &sources, out);
+    }
     let file_robots = match &args.robots {
         // Standard input is `input` (the caller holds its lock: reading `std::io::stdin()` here
         // would wait for that lock forever).
@@ -143,6 +175,17 @@ pub fn run_check(
     }
     let robots = file_robots
         .ok_or_else(|| CliError::Usage("--robots FILE is required (or use --jsonl)".into()))?;
+    check_urls(args, &robots, &|_| None, out)
+}
+
+/// Answers `--agent` on each URL of the command line against `robots`, whose lines come from
+/// `sources` (a composed file's; nothing for a file as it is).
+fn check_urls(
+    args: &CheckArgs,
+    robots: &Robots,
+    sources: &dyn Fn(u32) -> Option<crate::managed::Source>,
+    mut out: impl Write,
+) -> Result<ExitStatus, CliError> {
     let agent = args
         .agent
         .as_deref()
@@ -151,19 +194,24 @@ pub fn run_check(
         return Err(CliError::Usage("give at least one URL to check".into()));
     }
     let catalog = catalog()?;
-    let selected = catalog.select_in(&robots, agent);
+    let selected = catalog.select_in(robots, agent);
     let mut status = ExitStatus::Success;
     for url in &args.urls {
         let verdict = robots.check_selected(selected, url);
         if !verdict.allowed {
             status = ExitStatus::Failure;
         }
-        let preference = preference_of(&robots, selected, &verdict, url);
+        let preference = preference_of(robots, selected, &verdict, url);
+        let source = verdict.rule.and_then(|rule| sources(rule.line));
         if args.json {
-            let answer = Answer::new(None, url, agent, verdict, (preference, &robots));
+            let mut answer = Answer::new(None, url, agent, verdict, (preference, robots));
+            answer.source = source;
             writeln!(out, "{}", to_json(&answer))?;
         } else {
             let mut line = describe(url, agent, &verdict);
+            if let Some(source) = source {
+                line.push_str(&format!(" [{}]", source.label()));
+            }
             if !preference.is_unknown() {
                 line.push_str("; preference: ");
                 line.push_str(&preference.describe(&robots.file().preferences));

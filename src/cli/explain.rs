@@ -369,8 +369,7 @@ fn line_source(decision: &Decision, line: u32) -> Option<String> {
         .decided_by_previous
         .as_ref()
         .unwrap_or(&decision.snapshot);
-    let sources = snapshot.managed.as_ref()?;
-    match sources.get(line.saturating_sub(1) as usize)? {
+    match snapshot.line_source(line)? {
         crate::managed::Source::Managed => Some("managed by crawlgate".to_owned()),
         crate::managed::Source::Origin(origin) => Some(format!("the origin's line {origin}")),
         crate::managed::Source::Overridden(_) => None,

@@ -14,9 +14,19 @@ use std::path::PathBuf;
 /// Arguments of `crawlgate lint`.
 #[derive(Debug, clap::Args)]
 pub struct LintArgs {
-    /// The robots.txt file (`-` for standard input).
+    /// The robots.txt file (`-` for standard input); none with `--config`.
     #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    pub file: Option<PathBuf>,
+    /// Lint what each site of this configuration serves instead: its robots.txt (an origin's
+    /// fetched once) with the groups it manages composed, each problem with the source of its
+    /// line (`managed`, `origin N`).
+    #[cfg(feature = "proxy")]
+    #[arg(long, value_name = "FILE", conflicts_with = "file")]
+    pub config: Option<PathBuf>,
+    /// With `--config`: only this site.
+    #[cfg(feature = "proxy")]
+    #[arg(long, value_name = "NAME", requires = "config")]
+    pub site: Option<String>,
     /// Exit with status 1 when there is any problem.
     #[arg(long)]
     pub strict: bool,
@@ -173,30 +183,94 @@ struct Report<'a> {
     summary: Summary,
     problems: Vec<&'a Problem>,
     unjudged: Vec<Unjudged>,
+    /// Where each problem's line comes from, for a site that manages groups of its own
+    /// (`--config`); absent otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    sources: Vec<LineSource>,
 }
 
-/// Runs `lint` and writes its report on `out`.
+/// Where a line of a composed robots.txt comes from.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct LineSource {
+    /// The line of the file served.
+    pub line: u32,
+    /// Where it comes from.
+    pub source: crate::managed::Source,
+}
+
+/// Where each line of a file comes from, when it is a composition: `None` for a file as it is.
+type Sources<'a> = Option<&'a dyn Fn(u32) -> Option<crate::managed::Source>>;
+
+/// Runs `lint` and writes its report on `out`: of the file, or of what each site of
+/// `--config` serves.
 pub fn run_lint(args: &LintArgs, mut out: impl Write) -> Result<ExitStatus, CliError> {
-    let bytes = read_input(&args.file)?;
-    let options = Options {
-        max_bytes: args.max_bytes,
-    };
-    let robots = Robots::parse_with(&bytes, options);
     let catalog = match &args.catalog {
         Some(path) => Catalog::from_file(path),
         None => Catalog::embedded(),
     }
     .map_err(|e| CliError::Config(e.to_string()))?;
+    #[cfg(feature = "proxy")]
+    if let Some(config) = &args.config {
+        let mut failing = false;
+        for (name, snapshot) in super::robots::served(config, args.site.as_deref())? {
+            let sources = |line| snapshot.line_source(line);
+            let sources: Sources<'_> = snapshot.managed.is_some().then_some(&sources);
+            let name = format!("site {name}");
+            failing |= lint_one(args, &catalog, &name, &snapshot.bytes, sources, &mut out)?;
+        }
+        return Ok(if args.strict && failing {
+            ExitStatus::Failure
+        } else {
+            ExitStatus::Success
+        });
+    }
+    let file = args
+        .file
+        .as_ref()
+        .ok_or_else(|| CliError::Usage("give a robots.txt FILE (or --config)".into()))?;
+    let bytes = read_input(file)?;
+    let name = file.display().to_string();
+    let failing = lint_one(args, &catalog, &name, &bytes, None, &mut out)?;
+    Ok(if args.strict && failing {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
+}
+
+/// Lints one file named `name` (with where its lines come from, for a composed one): its
+/// report on `out`, and whether `--strict` fails it.
+fn lint_one(
+    args: &LintArgs,
+    catalog: &Catalog,
+    name: &str,
+    bytes: &[u8],
+    sources: Sources<'_>,
+    out: &mut impl Write,
+) -> Result<bool, CliError> {
+    let options = Options {
+        max_bytes: args.max_bytes,
+    };
+    let robots = Robots::parse_with(bytes, options);
     let problems = robots.problems();
-    let unjudged = unjudged(&bytes, &robots, &catalog);
+    let unjudged = unjudged(bytes, &robots, catalog);
     let never = unjudged.iter().filter(|u| !u.applies).count();
     let summary = Summary::of(&robots);
-    let name = args.file.display().to_string();
     let failing = !problems.is_empty() || never > 0;
+    let source_of = |line: u32| sources.and_then(|of| of(line));
     if args.json {
         let report = Report {
-            file: name,
+            file: name.to_owned(),
             summary,
+            sources: problems
+                .iter()
+                .filter_map(|p| {
+                    source_of(p.line).map(|source| LineSource {
+                        line: p.line,
+                        source,
+                    })
+                })
+                .collect(),
             problems: problems.clone(),
             unjudged,
         };
@@ -204,7 +278,9 @@ pub fn run_lint(args: &LintArgs, mut out: impl Write) -> Result<ExitStatus, CliE
         writeln!(out, "{json}")?;
     } else {
         for problem in &problems {
-            writeln!(out, "{name}:{}: {}", problem.line, problem.kind)?;
+            let from = source_of(problem.line)
+                .map_or(String::new(), |source| format!(" ({})", source.label()));
+            writeln!(out, "{name}:{}{from}: {}", problem.line, problem.kind)?;
             writeln!(out, "    {}", problem.text)?;
         }
         for line in &unjudged {
@@ -243,11 +319,7 @@ pub fn run_lint(args: &LintArgs, mut out: impl Write) -> Result<ExitStatus, CliE
             summary.problems
         )?;
     }
-    Ok(if args.strict && failing {
-        ExitStatus::Failure
-    } else {
-        ExitStatus::Success
-    })
+    Ok(failing)
 }
 
 #[cfg(test)]
@@ -257,14 +329,17 @@ mod tests {
     fn lint(text: &str, flags: &[&str]) -> (ExitStatus, String) {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(text.as_bytes()).unwrap();
-        let mut args = LintArgs {
-            file: file.path().to_owned(),
+        let args = LintArgs {
+            file: Some(file.path().to_owned()),
+            #[cfg(feature = "proxy")]
+            config: None,
+            #[cfg(feature = "proxy")]
+            site: None,
             strict: flags.contains(&"--strict"),
             json: flags.contains(&"--json"),
             max_bytes: DEFAULT_MAX_BYTES,
             catalog: None,
         };
-        args.file = file.path().to_owned();
         let mut out = Vec::new();
         let status = run_lint(&args, &mut out).unwrap();
         (status, String::from_utf8(out).unwrap())

@@ -8,7 +8,7 @@ use crate::proxy::site::{CatalogIndex, Site, Snapshot};
 use crate::proxy::source::{after_fetch, AfterFetch, OriginClient};
 use crate::proxy::state::load_catalog;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Arguments of `crawlgate robots`.
@@ -45,32 +45,10 @@ pub fn run_robots(args: &RobotsArgs, mut out: impl Write) -> Result<ExitStatus, 
         site: only,
         sources,
     } = &args.command;
-    let config_error = |e: String| CliError::Config(e);
-    let settings = Settings::from_file(config).map_err(|e| config_error(e.to_string()))?;
-    let catalog = load_catalog(&settings).map_err(|e| config_error(e.to_string()))?;
-    let catalog = CatalogIndex::new(catalog).map_err(|e| config_error(e.to_string()))?;
-    let sites: Vec<_> = settings
-        .sites
-        .iter()
-        .filter(|site| only.as_ref().is_none_or(|name| *name == site.name))
-        .collect();
-    if sites.is_empty() {
-        let name = only.as_deref().unwrap_or_default();
-        return Err(CliError::Usage(format!("no site is named `{name}`")));
-    }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(CliError::Write)?;
-    for settings in &sites {
-        let site =
-            Site::new((*settings).clone(), &catalog).map_err(|e| config_error(e.to_string()))?;
-        let snapshot = match settings.robots.source {
-            RobotsSource::Origin => runtime.block_on(fetched(&site, &catalog))?,
-            _ => site.snapshot.load_full(),
-        };
-        if sites.len() > 1 {
-            writeln!(out, "# crawlgate robots compose: site {}", settings.name)?;
+    let served = served(config, only.as_deref())?;
+    for (name, snapshot) in &served {
+        if served.len() > 1 {
+            writeln!(out, "# crawlgate robots compose: site {name}")?;
         }
         if !*sources {
             out.write_all(&snapshot.bytes)?;
@@ -80,18 +58,47 @@ pub fn run_robots(args: &RobotsArgs, mut out: impl Write) -> Result<ExitStatus, 
         for (index, line) in text.lines().enumerate() {
             let number = u32::try_from(index + 1).unwrap_or(u32::MAX);
             let source = match &snapshot.managed {
-                Some(sources) => sources.get(index).copied().unwrap_or(Source::Managed),
+                Some(_) => snapshot.line_source(number).unwrap_or(Source::Managed),
                 None => Source::Origin(number),
             };
-            let label = match source {
-                Source::Managed => "managed".to_owned(),
-                Source::Origin(line) => format!("origin {line}"),
-                Source::Overridden(line) => format!("overridden {line}"),
-            };
-            writeln!(out, "{label:<15}| {line}")?;
+            writeln!(out, "{:<15}| {line}", source.label())?;
         }
     }
     Ok(ExitStatus::Success)
+}
+
+/// The robots.txt each site of a configuration serves and enforces (every site, or the one
+/// named): its snapshot as the proxy builds it, after one fetch of an origin's file, managed
+/// groups composed. What `robots compose`, `lint --config` and `check --config` read.
+pub fn served(config: &Path, only: Option<&str>) -> Result<Vec<(String, Arc<Snapshot>)>, CliError> {
+    let config_error = |e: String| CliError::Config(e);
+    let settings = Settings::from_file(config).map_err(|e| config_error(e.to_string()))?;
+    let catalog = load_catalog(&settings).map_err(|e| config_error(e.to_string()))?;
+    let catalog = CatalogIndex::new(catalog).map_err(|e| config_error(e.to_string()))?;
+    let sites: Vec<_> = settings
+        .sites
+        .iter()
+        .filter(|site| only.is_none_or(|name| name == site.name))
+        .collect();
+    if sites.is_empty() {
+        let name = only.unwrap_or_default();
+        return Err(CliError::Usage(format!("no site is named `{name}`")));
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::Write)?;
+    let mut served = Vec::new();
+    for settings in sites {
+        let site =
+            Site::new(settings.clone(), &catalog).map_err(|e| config_error(e.to_string()))?;
+        let snapshot = match settings.robots.source {
+            RobotsSource::Origin => runtime.block_on(fetched(&site, &catalog))?,
+            _ => site.snapshot.load_full(),
+        };
+        served.push((settings.name.clone(), snapshot));
+    }
+    Ok(served)
 }
 
 /// The site's snapshot after one fetch of its origin's robots.txt, by the proxy's own rule.

@@ -191,6 +191,13 @@ impl Snapshot {
         }
     }
 
+    /// Where line `line` (1-based) of the file served comes from, when the site manages groups
+    /// of its own; `None` otherwise (every line is the file's own).
+    pub fn line_source(&self, line: u32) -> Option<crate::managed::Source> {
+        let index = usize::try_from(line.checked_sub(1)?).ok()?;
+        self.managed.as_ref()?.get(index).copied()
+    }
+
     /// How long ago it was loaded.
     pub fn age(&self) -> Duration {
         self.loaded_at.elapsed().unwrap_or_default()
