@@ -123,6 +123,66 @@ fn the_composed_file_is_served_and_enforced_through_an_origin_change() {
     assert_eq!(status(&proxy, "/page", GOOGLEBOT), 200);
 }
 
+/// A crawler judged by the composed file keeps RFC 9309's grace when the operator changes the
+/// managed groups: one that read the file before the change is judged by the file it read, for
+/// the grace period; one that did not is judged by the new file at once. The change needs no
+/// fetch: the origin's file in memory is composed anew.
+#[test]
+fn a_crawler_that_read_the_file_before_a_managed_change_keeps_its_grace() {
+    let origin = Origin::start();
+    origin.set_robots(200, "User-agent: *\nDisallow: /private/\n", Duration::ZERO);
+    let config = |managed: &str| {
+        format!(
+            r#"listen: ["{{listen}}"]
+metrics: {{listen: "{{metrics}}"}}
+pingora: {{threads: 1, grace_period_seconds: 1}}
+sites:
+  - name: shop
+    upstream: "{}"
+    robots:
+      origin: true
+      refresh: 1h
+      managed: {managed}
+"#,
+            origin.addr
+        )
+    };
+    let proxy = ProxyBuilder::new(&config("{crawlers: {Bytespider: disallow}}")).start();
+    let robots = || get(&proxy.url("/robots.txt"), GOOGLEBOT, None).1;
+    wait_for("the composed file", || {
+        robots().contains("Disallow: /private/").then_some(())
+    });
+    // GPTBot reads the file in force, which lets it fetch /page.
+    assert_eq!(get(&proxy.url("/robots.txt"), GPTBOT, None).0, 200);
+    assert_eq!(status(&proxy, "/page", GPTBOT), 200);
+    let fetches = || {
+        origin
+            .seen()
+            .iter()
+            .filter(|seen| seen.path == "/robots.txt")
+            .count()
+    };
+    let before = fetches();
+
+    // The operator disallows AI training at the edge.
+    proxy.reconfigure(&config("{categories: {ai-training: disallow}}"));
+    wait_for("the new managed block", || {
+        robots().contains("\nUser-agent: GPTBot\n").then_some(())
+    });
+    // GPTBot read the file before: judged by it (grace), forwarded.
+    assert_eq!(status(&proxy, "/page", GPTBOT), 200);
+    let grace = r#"crawlgate_requests_total{action="forwarded",bot="GPTBot",category="ai-training",site="shop",verdict="grace",verified="unverifiable"}"#;
+    assert_eq!(proxy.metric(grace), Some(1.0), "{}", proxy.metrics());
+    // CCBot read nothing: the new file holds.
+    assert_eq!(status(&proxy, "/page", CCBOT), 403);
+    // Once GPTBot reads the new file, it is judged by it.
+    assert_eq!(get(&proxy.url("/robots.txt"), GPTBOT, None).0, 200);
+    assert_eq!(status(&proxy, "/page", GPTBOT), 403);
+    // The managed groups were composed anew over the file in memory: the origin's file was
+    // fetched again only by the reload's own fetch, if at all.
+    assert!(fetches() <= before + 1, "{} fetches", fetches() - before);
+}
+
 #[test]
 fn a_content_signal_that_would_write_lines_of_its_own_is_refused() {
     let origin = Origin::start();

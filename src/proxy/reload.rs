@@ -388,12 +388,15 @@ impl Reloader {
                 continue;
             }
             let site = Site::new(site_settings.clone(), &catalog).map_err(|e| e.to_string())?;
-            // An origin's file carries over to the new site until the next fetch; without one
-            // in memory, the state directory's.
+            // The file as loaded carries over to the new site while its source is the same
+            // (its managed groups are composed anew with the new settings); without one in
+            // memory, the state directory's. A crawler keeps what it read: the same file served
+            // keeps its load time and the file before it; another one (the managed groups
+            // changed) makes the old one the previous file, whose readers keep its grace.
             let mut carried = false;
             if let Some(old) = existing {
-                let previous = old.snapshot.load();
-                if old.settings.robots == site_settings.robots
+                let previous = old.snapshot.load_full();
+                if old.settings.robots.source == site_settings.robots.source
                     && previous.state != SourceState::Pending
                 {
                     if let Ok(mut snapshot) = Snapshot::build(
@@ -404,6 +407,12 @@ impl Reloader {
                     ) {
                         snapshot.fetched_at = previous.fetched_at;
                         snapshot.restored = previous.restored;
+                        if snapshot.bytes == previous.bytes {
+                            snapshot.loaded_at = previous.loaded_at;
+                            site.previous.store(old.previous.load_full());
+                        } else {
+                            site.previous.store(Some(previous));
+                        }
                         site.snapshot.store(Arc::new(snapshot));
                         carried = true;
                     }
