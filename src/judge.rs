@@ -351,8 +351,6 @@ pub struct Labels {
     pub over_budget: bool,
     /// The crawl-delay mode, when the request came too soon.
     pub crawl_delay_exceeded: Option<&'static str>,
-    /// What a priced request's payment came to (`quoted`, `agreed`, or the error's label).
-    pub payment: Option<&'static str>,
 }
 
 /// The judgement on one request.
@@ -612,7 +610,6 @@ pub fn judge(observed: &Observed<'_>, law: &Law<'_>, reading: &Reading, visit: V
             content_usage: None,
             over_budget: false,
             crawl_delay_exceeded: None,
-            payment: None,
         },
     };
     if who.is_crawler() && !reading.robots_txt {
@@ -638,7 +635,6 @@ pub fn judge(observed: &Observed<'_>, law: &Law<'_>, reading: &Reading, visit: V
         .as_ref()
         .filter(|d| d.exceeded)
         .map(|d| d.mode.as_str());
-    labels.payment = judgement.payment.map(Payment::label);
     judgement
 }
 
@@ -1446,7 +1442,6 @@ mod tests {
                 case.retry_after,
                 "{name}"
             );
-            assert_eq!(judgement.labels.payment, case.payment, "{name}");
             assert_eq!(
                 judgement.payment.map(Payment::label),
                 case.payment,

@@ -163,9 +163,8 @@ impl CrawlGate {
 #[derive(Debug, Default)]
 pub struct Ctx {
     decision: Option<Box<Decision>>,
-    /// What a priced request's payment came to once the origin answered (pay per crawl): the
-    /// metric's result, and the price when it was charged now.
-    payment: Option<(&'static str, Option<pricing::Price>)>,
+    /// What an agreed payment came to once the origin answered (pay per crawl).
+    settled: Option<Settled>,
     /// crawlgate answered the client's `Expect: 100-continue` itself: the origin is not asked.
     continued: bool,
     /// The request is in flight (a stop waits for it) until the context is dropped.
@@ -378,8 +377,30 @@ fn every_user_agent_is_a_person(
         .all(|value| decide::is_person(&snapshot, value.as_bytes()))
 }
 
-/// The metric result of a charge that could not be recorded (answered 503, `InternalError`).
-const INTERNAL_ERROR: &str = "internal_error";
+/// What an agreed payment came to once the origin answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settled {
+    /// Charged now, at this price.
+    Charged(pricing::Price),
+    /// The same signed request was charged before: not again.
+    Before,
+    /// The origin answered no success (or nothing): nothing charged.
+    NotCharged,
+    /// The charge could not be recorded: answered 503, `InternalError`.
+    Unrecorded,
+}
+
+impl Settled {
+    /// The `result` label of `crawlgate_payments_total` (and the access log's `payment`).
+    fn label(self) -> &'static str {
+        match self {
+            Settled::Charged(_) => "charged",
+            Settled::Before => "charged_before",
+            Settled::NotCharged => "not_charged",
+            Settled::Unrecorded => PaymentError::InternalError.label(),
+        }
+    }
+}
 
 /// One pay-per-crawl price header of a request.
 fn price_header<'a>(request: &'a RequestHeader, name: &'static str) -> Field<'a> {
@@ -415,11 +436,11 @@ impl CrawlGate {
         // Only crawlgate says what was charged.
         response.remove_header(pricing::CRAWLER_CHARGED);
         if !response.status.is_success() {
-            ctx.payment = Some(("not_charged", None));
+            ctx.settled = Some(Settled::NotCharged);
             return Ok(());
         }
         let Some(ledger) = &self.shared.ledger else {
-            ctx.payment = Some((INTERNAL_ERROR, None));
+            ctx.settled = Some(Settled::Unrecorded);
             return Error::e_explain(HTTPStatus(503), "pay per crawl: no ledger");
         };
         let request = session.req_header();
@@ -456,11 +477,11 @@ impl CrawlGate {
         {
             Ok(Charged::Now) => {
                 response.insert_header(pricing::CRAWLER_CHARGED, price.to_string())?;
-                ctx.payment = Some(("charged", Some(price)));
+                ctx.settled = Some(Settled::Charged(price));
                 Ok(())
             }
             Ok(Charged::Before) => {
-                ctx.payment = Some(("charged_before", None));
+                ctx.settled = Some(Settled::Before);
                 Ok(())
             }
             Err(e) => {
@@ -468,7 +489,7 @@ impl CrawlGate {
                     "site {}: pay per crawl: not charged, answered 503: {e}",
                     decision.site.settings.name
                 );
-                ctx.payment = Some((INTERNAL_ERROR, None));
+                ctx.settled = Some(Settled::Unrecorded);
                 Error::e_explain(
                     HTTPStatus(503),
                     "pay per crawl: the charge cannot be recorded",
@@ -688,7 +709,7 @@ impl ProxyHttp for CrawlGate {
                 .with_label_values(&["unreadable_body"])
                 .inc();
         }
-        if let Some((_, _)) = ctx.payment.filter(|(result, _)| *result == INTERNAL_ERROR) {
+        if ctx.settled == Some(Settled::Unrecorded) {
             let price = ctx
                 .decision
                 .as_ref()
@@ -911,19 +932,19 @@ impl ProxyHttp for CrawlGate {
                 .inc();
         }
         count_crawl_or_referral(decision, session.req_header(), metrics);
-        // Pay per crawl: what the judgement said, or what the charge came to.
-        let payment = match (ctx.payment, labels.payment) {
-            (Some(settled), _) => Some(settled),
-            // Agreed, but the origin never answered: nothing was charged.
-            (None, Some("agreed")) => Some(("not_charged", None)),
-            (None, label) => label.map(|label| (label, None)),
+        // Pay per crawl: what the judgement said, or what an agreed payment came to (agreed
+        // and never settled: the origin never answered, nothing was charged).
+        let payment = match (ctx.settled, decision.judgement.payment) {
+            (Some(settled), _) => Some(settled.label()),
+            (None, Some(Payment::Agreed(_))) => Some(Settled::NotCharged.label()),
+            (None, payment) => payment.map(Payment::label),
         };
-        if let Some((result, charged)) = payment {
+        if let Some(result) = payment {
             metrics
                 .payments
                 .with_label_values(&[site, bot, result])
                 .inc();
-            if let Some(price) = charged {
+            if let Some(Settled::Charged(price)) = ctx.settled {
                 metrics
                     .charged
                     .with_label_values(&[site, bot, price.currency()])
@@ -978,7 +999,7 @@ impl ProxyHttp for CrawlGate {
             robots_unread: labels.without_robots_fetch,
             crawl_delay_exceeded: labels.crawl_delay_exceeded.is_some(),
             grace: decision.judgement.verdict == VerdictLabel::Grace,
-            payment: payment.map(|(result, _)| result),
+            payment,
         };
         if !log.record(&entry) {
             metrics.access_log_dropped.inc();
