@@ -132,7 +132,7 @@ proptest! {
                 forwarding: Forwarding::Lines(&lines),
                 signature: None,
                 method: "GET",
-                offer: Some(Default::default()),
+                payment_headers: None,
             };
             let proxy = Mode { record: true, use_dns: false };
             let explain = Mode { record: false, use_dns: false };

@@ -78,12 +78,22 @@ fn disallowed_paths(robots: &Robots) -> Vec<String> {
     paths.into_iter().take(PATHS_PER_FILE).collect()
 }
 
-/// One site per file, each the default configuration with its host.
-fn config(files: usize) -> String {
-    let mut yaml = String::from("listen: [\"127.0.0.1:1\"]\nsites:\n");
+/// One site per file, each the default configuration with its host, and every category of
+/// crawler priced (pay per crawl: a person is never offered a price), its ledger in `state`.
+fn config(files: usize, state: &Path) -> String {
+    let mut yaml = format!(
+        "listen: [\"127.0.0.1:1\"]\nstate_dir: \"{}\"\nsites:\n",
+        state.display()
+    );
+    let prices: Vec<String> = crawlgate::agent::Category::ALL
+        .iter()
+        .filter(|c| !matches!(c.as_str(), "unlisted" | "unnamed"))
+        .map(|c| format!("{c}: \"USD 0.01\""))
+        .collect();
     for i in 0..files {
         yaml.push_str(&format!(
-            "  - name: f{i}\n    hosts: [\"f{i}.test\"]\n    upstream: \"127.0.0.1:2\"\n    robots: {{inline: \"\"}}\n"
+            "  - name: f{i}\n    hosts: [\"f{i}.test\"]\n    upstream: \"127.0.0.1:2\"\n    robots: {{inline: \"\"}}\n    pay_per_crawl: {{{}}}\n",
+            prices.join(", ")
         ));
     }
     yaml
@@ -105,7 +115,9 @@ fn people_are_never_refused_by_real_robots_txt_files() {
         .filter(|path| path.extension().is_some_and(|e| e == "txt"))
         .collect();
     files.sort();
-    let settings = Settings::from_yaml(&config(files.len()), "people", Path::new("/")).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let settings =
+        Settings::from_yaml(&config(files.len(), state.path()), "people", Path::new("/")).unwrap();
     let shared = Shared::new(&settings, Metrics::new().unwrap(), None).unwrap();
     let catalog = shared.catalog.load();
     let mut sites = Vec::new();
@@ -131,6 +143,9 @@ fn people_are_never_refused_by_real_robots_txt_files() {
     }
     let people = common::people::people();
     let peer: IpAddr = "198.51.100.7".parse().unwrap();
+    // Every person offers to pay, as a crawler would: nobody reads it.
+    let mut payment = http::HeaderMap::new();
+    payment.insert("crawler-max-price", http::HeaderValue::from_static("USD 1"));
     let refused = Mutex::new(Vec::new());
     // (requests covered, decisions run, decided as a crawler's)
     let tally = Mutex::new((0u64, 0u64, 0u64));
@@ -138,7 +153,8 @@ fn people_are_never_refused_by_real_robots_txt_files() {
     let chunk = people.len().div_ceil(workers);
     std::thread::scope(|scope| {
         for part in people.chunks(chunk) {
-            let (shared, sites, refused, tally) = (&shared, &sites, &refused, &tally);
+            let (shared, sites, refused, tally, payment) =
+                (&shared, &sites, &refused, &tally, &payment);
             scope.spawn(move || {
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
@@ -157,7 +173,7 @@ fn people_are_never_refused_by_real_robots_txt_files() {
                                 forwarding: Forwarding::Lines(&[]),
                                 signature: None,
                                 method: "GET",
-                                offer: Some(Default::default()),
+                                payment_headers: Some(payment),
                             };
                             let mode = Mode {
                                 record: true,
@@ -173,9 +189,11 @@ fn people_are_never_refused_by_real_robots_txt_files() {
                             );
                             requests += 1;
                             decisions += 1;
-                            let refused =
-                                matches!(judgement.outcome, Outcome::Blocked | Outcome::Throttled)
-                                    || judgement.response.as_ref().is_some_and(|r| r.status >= 400);
+                            let refused = matches!(
+                                judgement.outcome,
+                                Outcome::Blocked | Outcome::Throttled | Outcome::PaymentRequired
+                            ) || judgement.payment.is_some()
+                                || judgement.response.as_ref().is_some_and(|r| r.status >= 400);
                             if refused {
                                 found.push(format!(
                                     "{name}: {path} refused to {user_agent} (read as {})",

@@ -124,16 +124,6 @@ fn header_map(lines: &[(&str, &[u8])]) -> http::HeaderMap {
     map
 }
 
-/// One pay-per-crawl price header of the header lines.
-fn price_field<'a>(headers: &'a http::HeaderMap, name: &'static str) -> crate::pricing::Field<'a> {
-    crate::pricing::Field::of(
-        headers
-            .get_all(name)
-            .iter()
-            .map(http::HeaderValue::as_bytes),
-    )
-}
-
 /// Runs `explain` and writes the explanation on `out`.
 pub fn run_explain(args: &ExplainArgs, mut out: impl Write) -> Result<ExitStatus, CliError> {
     let settings =
@@ -171,11 +161,7 @@ pub fn run_explain(args: &ExplainArgs, mut out: impl Write) -> Result<ExitStatus
             },
         }),
         method: "GET",
-        offer: Some(crate::pricing::Offer {
-            exact: price_field(&headers, crate::pricing::CRAWLER_EXACT_PRICE),
-            max: price_field(&headers, crate::pricing::CRAWLER_MAX_PRICE),
-            ..crate::pricing::Offer::default()
-        }),
+        payment_headers: Some(&headers),
     };
     let mode = Mode {
         record: false,
@@ -726,7 +712,7 @@ mod tests {
             forwarding: Forwarding::Lines(&[]),
             signature: None,
             method: "GET",
-            offer: Some(Default::default()),
+            payment_headers: None,
         };
         let look = Mode {
             record: false,

@@ -21,7 +21,7 @@ use crate::judge::{
     self, Ask, Judgement, Law, Observed, Previous, Reading, Rules, Served, Spoofed, Visit,
 };
 use crate::policy::{Action, Outcome};
-use crate::pricing::{Offer, Payment};
+use crate::pricing::{self, Field, Offer, Payment};
 use crate::robots::{path, PreferenceRule, Selected};
 use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr};
@@ -47,11 +47,25 @@ pub struct RequestFacts<'a> {
     pub signature: Option<RequestView<'a>>,
     /// Its method.
     pub method: &'a str,
-    /// Its pay-per-crawl price headers as sent ([`Offer::exact`], [`Offer::max`]); whether a
-    /// verified signature vouches for them is found when it is checked. `None` where crawlgate
-    /// takes no payment (forward-auth answers: the origin's answer, which a charge is for,
-    /// never reaches crawlgate).
-    pub offer: Option<Offer<'a>>,
+    /// Its headers, where its pay-per-crawl price headers are read (only when its site prices
+    /// pages and a crawler asks). `None` where crawlgate takes no payment: forward-auth answers,
+    /// where the origin's answer, which a charge is for, never reaches crawlgate.
+    pub payment_headers: Option<&'a http::HeaderMap>,
+}
+
+/// `crawler-exact-price` and `crawler-max-price`, named once: a lookup by a `&str` would parse
+/// the name on every request that reads it.
+static EXACT_PRICE: http::HeaderName = http::HeaderName::from_static(pricing::CRAWLER_EXACT_PRICE);
+static MAX_PRICE: http::HeaderName = http::HeaderName::from_static(pricing::CRAWLER_MAX_PRICE);
+
+/// One price header of a request.
+fn price_field<'a>(headers: &'a http::HeaderMap, name: &http::HeaderName) -> Field<'a> {
+    Field::of(
+        headers
+            .get_all(name)
+            .iter()
+            .map(http::HeaderValue::as_bytes),
+    )
 }
 
 /// How the decision runs.
@@ -514,25 +528,21 @@ pub async fn gather<'a>(
         other => other,
     };
     // What a verified signature vouches for of the price headers, and who signed it.
-    let (offer, signed_use) = match &signature {
+    let (covers, signed_use) = match &signature {
         SignatureVerdict::Verified {
             directory,
             keyid,
             reuse,
             covers,
         } => (
-            facts.offer.map(|offer| Offer {
-                signed: true,
-                covers: *covers,
-                ..offer
-            }),
+            Some(*covers),
             Some(Signed {
                 reuse: reuse.clone(),
                 directory: directory.url.clone(),
                 keyid: keyid.clone(),
             }),
         ),
-        _ => (facts.offer, None),
+        _ => (None, None),
     };
     // A verified signer is the crawler its directory speaks for, whatever its User-Agent says.
     // An invalid or replayed signature proves nothing: it makes a false claim only of a request
@@ -636,6 +646,16 @@ pub async fn gather<'a>(
         _ => Subject::Client(client),
     };
 
+    // The price headers are read only where they can matter: a crawler, on a site that prices.
+    let offer = match (facts.payment_headers, &snapshot.pricing) {
+        (Some(headers), Some(_)) if who.is_crawler() => Some(Offer {
+            exact: price_field(headers, &EXACT_PRICE),
+            max: price_field(headers, &MAX_PRICE),
+            signed: covers.is_some(),
+            covers: covers.unwrap_or_default(),
+        }),
+        _ => None,
+    };
     let path = judge::normalized(facts.path);
     // Only a crawler is judged by time (grace, the read window) and by the previous file: a
     // person's request (most of them) reads neither the clock nor the previous snapshot.

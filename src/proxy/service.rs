@@ -21,7 +21,7 @@ use super::verify::signature::SignatureOutcome;
 use super::verify::Verified;
 use crate::judge::{Body, Response};
 use crate::policy::VerdictLabel;
-use crate::pricing::{self, Field, Offer, Payment, PaymentError};
+use crate::pricing::{self, Payment, PaymentError};
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::header::{
@@ -132,7 +132,7 @@ impl CrawlGate {
             }),
             method: original.method,
             // crawlgate never sees the origin's answer here, so it can charge for none.
-            offer: None,
+            payment_headers: None,
         };
         let nginx = original.nginx;
         ctx.original = Some((original.method.to_owned(), original.target.to_owned()));
@@ -402,17 +402,6 @@ impl Settled {
     }
 }
 
-/// One pay-per-crawl price header of a request.
-fn price_header<'a>(request: &'a RequestHeader, name: &'static str) -> Field<'a> {
-    Field::of(
-        request
-            .headers
-            .get_all(name)
-            .iter()
-            .map(HeaderValue::as_bytes),
-    )
-}
-
 impl CrawlGate {
     /// Records the charge of a request whose crawler agreed to the price, now that the origin
     /// answered (pay per crawl): a success is charged once and says so in `crawler-charged`;
@@ -621,11 +610,7 @@ impl ProxyHttp for CrawlGate {
                 scheme: signed_scheme(session.digest(), &request.headers),
             }),
             method: request.method.as_str(),
-            offer: Some(Offer {
-                exact: price_header(request, pricing::CRAWLER_EXACT_PRICE),
-                max: price_header(request, pricing::CRAWLER_MAX_PRICE),
-                ..Offer::default()
-            }),
+            payment_headers: Some(&request.headers),
         };
         let Some(decision) = decide::decide(&self.shared, &facts, Mode::LIVE).await else {
             self.shared.metrics.unknown_host.inc();
