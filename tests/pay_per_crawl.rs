@@ -14,9 +14,9 @@
 mod harness;
 
 use harness::signer::*;
+use harness::store::StoreServer;
 use harness::*;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 const ROBOTS: &str = "User-agent: *\\nDisallow: /private/\\nSitemap: /maps/pages.xml\\n";
 
@@ -435,82 +435,15 @@ fn one_signed_request_is_charged_once_across_a_kill_and_a_restart_and_sighup_rot
     assert_eq!(charges(state.path()).len(), 3);
 }
 
-/// A `redis-server` on a loopback port, with no persistence; `None` (with a note) when none is
-/// installed (`.ci/run` installs it).
-struct Redis {
-    port: u16,
-    _dir: tempfile::TempDir,
-    child: std::process::Child,
-}
-
-impl Redis {
-    fn start() -> Option<Redis> {
-        let installed = Command::new("redis-server")
-            .arg("--version")
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !installed {
-            eprintln!("note: redis-server is not installed; the fleet's pay per crawl is not tested (.ci/run installs it)");
-            return None;
-        }
-        let port = free_port();
-        let dir = tempfile::tempdir().unwrap();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let redis = Redis {
-            port,
-            _dir: dir,
-            child,
-        };
-        wait_for("redis to answer", || {
-            (redis.command(&["PING"]).as_deref() == Some("PONG")).then_some(())
-        });
-        Some(redis)
-    }
-
-    fn command(&self, args: &[&str]) -> Option<String> {
-        let output = Command::new("redis-cli")
-            .args(["-p", &self.port.to_string()])
-            .args(args)
-            .output()
-            .ok()?;
-        output
-            .status
-            .success()
-            .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn two_instances_on_one_store_charge_a_signed_request_once() {
-    let Some(redis) = Redis::start() else {
-        if std::env::var_os("CRAWLGATE_REQUIRE_EDGES").is_some() {
-            panic!("redis-server is required here");
-        }
+    let Some(redis) = StoreServer::start() else {
         return;
     };
     let origin = Origin::start();
     let signer = Signer::new(13);
     let directory = Directory::start(signer.jwks());
-    let store = format!(
-        "state: {{redis: \"redis://127.0.0.1:{}/0\", budget: 1s}}\n",
-        redis.port
-    );
+    let store = format!("state: {{redis: \"{}\", budget: 1s}}\n", redis.url());
     let (state_a, state_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let a = start(&origin, &directory, state_a.path(), &store);
     let b = start(&origin, &directory, state_b.path(), &store);
@@ -547,12 +480,10 @@ fn two_instances_on_one_store_charge_a_signed_request_once() {
     assert_eq!(other.charged.as_deref(), Some("USD 0.01"));
     assert_eq!(charges(state_b.path()).len(), 1);
     assert_eq!(
-        redis.command(&["XLEN", "crawlgate:ledger"]).as_deref(),
-        Some("2")
+        redis.command("XLEN crawlgate:ledger").as_deref(),
+        Some(":2")
     );
-    let stream = redis
-        .command(&["XRANGE", "crawlgate:ledger", "-", "+"])
-        .unwrap();
+    let stream = redis.reply("XRANGE crawlgate:ledger - +").unwrap();
     assert!(
         stream.contains(r#""path":"/page""#) && stream.contains(r#""path":"/other""#),
         "{stream}"

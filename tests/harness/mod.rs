@@ -6,6 +6,7 @@ pub mod dns;
 pub mod nginx;
 pub mod raw_origin;
 pub mod signer;
+pub mod store;
 mod wire;
 pub use wire::*;
 
