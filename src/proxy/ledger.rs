@@ -425,8 +425,9 @@ pub fn id_hex(id: &Digest) -> String {
     hex(id)
 }
 
-/// The writer thread: takes every job that waits, appends the lines in one write and one sync,
-/// answers each, then rotates if asked.
+/// The writer thread: takes every job that waits, in order, and appends the lines between two
+/// rotations in one write and one sync, answering each; a rotation comes after the lines asked
+/// for before it, and before those asked for after it.
 fn write_lines(folder: &Path, jobs: &mpsc::Receiver<Job>) {
     let mut file: Option<File> = None;
     while let Ok(first) = jobs.recv() {
@@ -436,38 +437,49 @@ fn write_lines(folder: &Path, jobs: &mpsc::Receiver<Job>) {
         }
         let mut bytes = Vec::new();
         let mut acks = Vec::new();
-        let mut rotate = false;
         for job in batch {
             match job {
                 Job::Append(line, ack) => {
                     bytes.extend_from_slice(&line);
                     acks.push(ack);
                 }
-                Job::Rotate => rotate = true,
+                Job::Rotate => {
+                    flush(folder, &mut file, &mut bytes, &mut acks);
+                    file = None;
+                    match rotate_file(folder) {
+                        Ok(Some(to)) => log::info!("ledger: rotated to {}", to.display()),
+                        Ok(None) => {}
+                        Err(e) => log::error!("ledger: cannot rotate {}: {e}", folder.display()),
+                    }
+                }
             }
         }
-        if !acks.is_empty() {
-            let result = append_synced(folder, &mut file, &bytes);
-            if result.is_err() {
-                file = None;
-            }
-            for ack in acks {
-                let answer = match &result {
-                    Ok(()) => Ok(()),
-                    Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
-                };
-                let _ = ack.send(answer);
-            }
-        }
-        if rotate {
-            file = None;
-            match rotate_file(folder) {
-                Ok(Some(to)) => log::info!("ledger: rotated to {}", to.display()),
-                Ok(None) => {}
-                Err(e) => log::error!("ledger: cannot rotate {}: {e}", folder.display()),
-            }
-        }
+        flush(folder, &mut file, &mut bytes, &mut acks);
     }
+}
+
+/// Appends the lines waiting and answers each of their requests with how it went.
+fn flush(
+    folder: &Path,
+    file: &mut Option<File>,
+    bytes: &mut Vec<u8>,
+    acks: &mut Vec<oneshot::Sender<std::io::Result<()>>>,
+) {
+    if acks.is_empty() {
+        return;
+    }
+    let result = append_synced(folder, file, bytes);
+    if result.is_err() {
+        *file = None;
+    }
+    for ack in acks.drain(..) {
+        let answer = match &result {
+            Ok(()) => Ok(()),
+            Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
+        };
+        let _ = ack.send(answer);
+    }
+    bytes.clear();
 }
 
 fn sync_folder(folder: &Path) {
@@ -486,6 +498,9 @@ fn append_synced(folder: &Path, file: &mut Option<File>, bytes: &[u8]) -> std::i
             std::fs::create_dir_all(folder)?;
             let path = folder.join(CURRENT);
             let created = !path.exists();
+            if !created {
+                cut_half_line(&path)?;
+            }
             let opened = OpenOptions::new().create(true).append(true).open(&path)?;
             if created {
                 sync_folder(folder);
@@ -499,6 +514,35 @@ fn append_synced(folder: &Path, file: &mut Option<File>, bytes: &[u8]) -> std::i
         let _ = open.set_len(before);
     }
     written
+}
+
+/// The longest line the ledger writes, with room to spare: a path is cut at 2048 characters.
+const LONGEST_LINE: u64 = 64 * 1024;
+
+/// Cuts a half line off the end of a file (a process killed in the middle of a write leaves
+/// one; it was never confirmed to anyone), so that the next line does not join it.
+fn cut_half_line(path: &Path) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = OpenOptions::new().read(true).write(true).open(path)?;
+    let len = file.metadata()?.len();
+    let from = len.saturating_sub(LONGEST_LINE);
+    file.seek(SeekFrom::Start(from))?;
+    let mut tail = Vec::new();
+    file.take(len - from).read_to_end(&mut tail)?;
+    if tail.last().is_none_or(|&b| b == b'\n') {
+        return Ok(());
+    }
+    let keep = tail
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(from, |at| from + at as u64 + 1);
+    log::warn!(
+        "ledger {}: a half line at its end (a write cut short) is cut off",
+        path.display()
+    );
+    let file = OpenOptions::new().write(true).open(path)?;
+    file.set_len(keep)?;
+    file.sync_data()
 }
 
 /// Renames a current file that holds lines to `ledger-YYYYMMDDTHHMMSSZ.jsonl` (with `.N`
@@ -676,6 +720,19 @@ mod tests {
         text.extend_from_slice(&good[..good.len() / 2]);
         std::fs::write(folder.join(CURRENT), text).unwrap();
         assert_eq!(Ledger::open(dir.path()).remembered(), 1);
+        // The next line starts on a line of its own: the half line is cut off first.
+        let ledger = Ledger::open(dir.path());
+        let next = charge(2, now_unix() + 600);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime
+            .block_on(ledger.charge(&next, line(&next), &store()))
+            .unwrap();
+        let written = std::fs::read(folder.join(CURRENT)).unwrap();
+        let rest = written.strip_prefix(&good[..]).unwrap();
+        let read: ReadBack = serde_json::from_slice(rest.strip_suffix(b"\n").unwrap()).unwrap();
+        assert_eq!(read.id, id_hex(&next.id));
         assert_eq!(unhex(&"ab".repeat(32)), Some([0xab; 32]));
         assert_eq!(unhex("xyz"), None);
     }
