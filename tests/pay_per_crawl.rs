@@ -62,13 +62,7 @@ fn start(origin: &Origin, directory: &Directory, state_dir: &Path, store: &str) 
         .file("ca.pem", &directory.ca_pem)
         .file("gptbot.json", GPTBOT_RANGES)
         .start();
-    let series = format!(
-        r#"crawlgate_signature_keys{{directory="{}"}}"#,
-        directory.label()
-    );
-    wait_for("the directory's keys", || {
-        (proxy.metric(&series) == Some(1.0)).then_some(())
-    });
+    wait_for_keys(&proxy, directory);
     proxy
 }
 
@@ -400,13 +394,7 @@ fn one_signed_request_is_charged_once_across_a_kill_and_a_restart_and_sighup_rot
         .file("gptbot.json", GPTBOT_RANGES)
         .listening_on(port)
         .start();
-    wait_for("the directory's keys", || {
-        let series = format!(
-            r#"crawlgate_signature_keys{{directory="{}"}}"#,
-            directory.label()
-        );
-        (proxy.metric(&series) == Some(1.0)).then_some(())
-    });
+    wait_for_keys(&proxy, &directory);
     assert!(
         proxy
             .logs()

@@ -87,16 +87,6 @@ fn authority(proxy: &Proxy) -> String {
     format!("127.0.0.1:{}", proxy.port)
 }
 
-fn wait_for_keys(proxy: &Proxy, directory: &Directory) {
-    let series = format!(
-        r#"crawlgate_signature_keys{{directory="{}"}}"#,
-        directory.label()
-    );
-    wait_for("the directory's keys", || {
-        (proxy.metric(&series) == Some(1.0)).then_some(())
-    });
-}
-
 fn signatures(proxy: &Proxy, result: &str) -> f64 {
     signatures_of(proxy, "ChatGPT-User", result)
 }

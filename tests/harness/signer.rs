@@ -328,3 +328,14 @@ impl Hanging {
         self.most.load(Ordering::SeqCst)
     }
 }
+
+/// Waits until `proxy` holds the keys of `directory` (its `crawlgate_signature_keys` series).
+pub fn wait_for_keys(proxy: &super::Proxy, directory: &Directory) {
+    let series = format!(
+        r#"crawlgate_signature_keys{{directory="{}"}}"#,
+        directory.label()
+    );
+    super::wait_for("the directory's keys", || {
+        (proxy.metric(&series) == Some(1.0)).then_some(())
+    });
+}
