@@ -302,7 +302,7 @@ pub enum Signal {
     /// Preview)`): browsers write nothing there.
     EngineComment,
     /// A URL in a comment that is not a platform's or an app's (`(+https://example.com/bot)`),
-    /// a product `+http://…`, or an entry that is a URL in the platform comment of a header
+    /// a product `+http://…`, or an entry that holds a URL in the platform comment of a header
     /// that starts `Mozilla/x (…)` (a browser writes its device there), as crawlers give their
     /// operator's page.
     Url,
