@@ -441,7 +441,9 @@ pub enum ClassifierError {
 /// neighbour that is not a letter: `FooBot`, `Bot-Name`, `web-crawler`, `crawl4ai`; not
 /// `OrangeBotswana`; a word also ends where a capital follows a small letter:
 /// `HeadOnlyScraperV2`, `DefaultCrawlTest`), or for some words only when it ends one
-/// ([`vocabulary::only_at_word_end`]) or only when it is one ([`vocabulary::only_as_word`]).
+/// ([`vocabulary::only_at_word_end`]) or only when it is one, with no letter on either side
+/// ([`vocabulary::only_as_word`]: the capital that ends a word elsewhere starts an app's name's
+/// next word here, `AuditBoard`, `CheckPoint`).
 fn word_counts(header: &[u8], start: usize, end: usize) -> bool {
     let word = &header[start..end];
     let begins = start == 0 || !header[start - 1].is_ascii_alphabetic();
@@ -449,7 +451,7 @@ fn word_counts(header: &[u8], start: usize, end: usize) -> bool {
         !b.is_ascii_alphabetic() || (b.is_ascii_uppercase() && header[end - 1].is_ascii_lowercase())
     });
     if vocabulary::only_as_word(word) {
-        return begins && ends;
+        return begins && header.get(end).is_none_or(|b| !b.is_ascii_alphabetic());
     }
     ends || (begins && !vocabulary::only_at_word_end(word))
 }
@@ -847,6 +849,7 @@ mod tests {
             "Library Of Congress Web Archiving",
             "Google Web Preview",
             "Honeybadger Uptime Check",
+            "Feed Image Audit -- App",
             "Mozilla/5.0 (HeadOnlyScraperV2)",
             "DefaultCrawlTest/0.6 (Ram Crawl Test; devarajaswami at yahoo dot com)",
         ] {
@@ -856,6 +859,8 @@ mod tests {
             "Mozilla/5.0 (Windows; U; Windows NT 6.1; en-US; rv:1.9.3a1) Gecko/20100208 MozillaDeveloperPreview/3.7a1 (.NET CLR 3.5.30729)",
             "Mozilla/5.0 (Linux; Android 13; 2201116SI Build/TKQ1.221114.001; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/125.0.6422.165 Mobile Safari/537.36 CamScanner/4.5.0.2305051722",
             "ShopApp/2.0 csh-store-checkout",
+            "AuditBoard/3.1 (iPhone; iOS 17.5; Scale/3.00)",
+            "CheckPoint Mobile/2.1",
         ] {
             assert_eq!(who(person), Who::Person, "{person}");
         }
