@@ -522,12 +522,13 @@ impl Classifier {
 
     /// Classifies one User-Agent header value (bytes: headers need not be UTF-8).
     ///
-    /// One pass over the header ([`scan`]) finds its whole-run tokens (a token matches only a
-    /// whole run of `[A-Za-z_-]`, so each run is looked up whole in a table), its crawler words
-    /// and the marks a crawler signal needs. Most headers are people's, and most of those hold
-    /// nothing that could name a crawler: no catalog token that may count, no crawler word, no
-    /// mark. Such a header is a person without being read ([`Classifier::plainly_a_person`]);
-    /// the answer is the one reading it would give.
+    /// A pass over the header ([`scan`]) looks each run of `[A-Za-z_-]` up whole in a table (a
+    /// token matches only a whole run) and looks for crawler words and the marks a crawler
+    /// signal needs. Most headers are people's, and most of those hold nothing that could name
+    /// a crawler: no catalog token, no crawler word, no mark. Such a header is a person without
+    /// being read ([`Classifier::plainly_a_person`]); the answer is the one reading it would
+    /// give. For any other header, the pass stops at the first thing that could name a crawler,
+    /// and a second finds its whole-run tokens and crawler words from there on.
     ///
     /// Any other header is read once ([`grammar::read`]) into the stretches that name the client
     /// and the signals its form gives. A token counts when it lies in one of the stretches (they
@@ -546,27 +547,31 @@ impl Classifier {
     /// [`Classifier::read`], and the reading when the header was read, for another classifier of
     /// the same header (a site's own tokens) to share.
     pub fn read_keeping(&self, user_agent: &[u8]) -> (Classified, Option<grammar::Reading>) {
-        let scan = self.runs.scan(user_agent);
-        if scan.plain {
+        let Some(from) = self.runs.plain_until(user_agent) else {
             return (Classified::PERSON, None);
-        }
+        };
+        let mut scan = scan::Scan::default();
+        self.runs.scan_from(user_agent, from, &mut scan);
         let reading = grammar::read(user_agent);
         (self.decide(user_agent, &reading, &scan), Some(reading))
     }
 
     /// Whether `user_agent` holds nothing that could name a crawler: no run that is a token of
-    /// this classifier that may count, no crawler word, and none of the marks that every crawler
-    /// signal needs ([`scan`]; a `KHTML` that opens exactly `KHTML, like Gecko)` is none). Such
-    /// a header is a person's; a site's own tokens need a signal too, so none can name it
-    /// either.
+    /// this classifier, no crawler word, and none of the marks that every crawler signal needs
+    /// ([`scan`]; a `KHTML` that opens exactly `KHTML, like Gecko)` is none). Such a header is a
+    /// person's; a site's own tokens need a signal too, so none can name it either. (A token
+    /// that never counts, a person's app, leaves the header to be read, to the same answer: its
+    /// reading needs to know the app.)
     pub fn plainly_a_person(&self, user_agent: &[u8]) -> bool {
-        self.runs.scan(user_agent).plain
+        self.runs.plain(user_agent)
     }
 
     /// [`Classifier::read`] of a header already read by [`grammar::read`]: classifiers of the
     /// same header (a site's catalog and its own tokens) share one reading.
     pub fn read_with(&self, user_agent: &[u8], reading: &grammar::Reading) -> Classified {
-        self.decide(user_agent, reading, &self.runs.scan(user_agent))
+        let mut scan = scan::Scan::default();
+        self.runs.scan_from(user_agent, 0, &mut scan);
+        self.decide(user_agent, reading, &scan)
     }
 
     /// The classification of a read header, from what the pass over it found.
