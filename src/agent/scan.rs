@@ -289,10 +289,16 @@ impl Runs {
     pub fn plain_until(&self, header: &[u8]) -> Option<usize> {
         let n = header.len();
         let mut i = 0;
-        while i < n {
-            let class = CLASS[usize::from(header[i])];
-            if class != TOKEN {
-                if class == MARK && byte_mark(header, i) {
+        loop {
+            // Spaces, digits and punctuation, a third of a header, in a loop of their own.
+            while i < n && CLASS[usize::from(header[i])] == OTHER {
+                i += 1;
+            }
+            if i >= n {
+                return None;
+            }
+            if CLASS[usize::from(header[i])] == MARK {
+                if byte_mark(header, i) {
                     return Some(i);
                 }
                 i += 1;
@@ -314,7 +320,6 @@ impl Runs {
                 return Some(start);
             }
         }
-        None
     }
 
     /// Whether a run the table does not know leaves a header plain: it holds no crawler word,
