@@ -214,7 +214,8 @@ fn classify(c: &mut Criterion) {
             b.iter(|| black_box(classifier.classify(black_box(header.as_bytes()))))
         });
     }
-    // The gate alone (`plainly_a_person`: one scan, no reading), for the same headers.
+    // The gate alone (`plainly_a_person`: the plain pass, which stops at the first thing that
+    // could name a crawler; no reading), for the same headers.
     for (name, header) in &named {
         group.bench_with_input(BenchmarkId::new("gate", name), header, |b, header| {
             b.iter(|| black_box(classifier.plainly_a_person(black_box(header.as_bytes()))))
