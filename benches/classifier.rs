@@ -13,9 +13,15 @@
 //!
 //! Before and after a change: `cargo bench --bench classifier -- --save-baseline before` on
 //! the old code, then `cargo bench --bench classifier -- --baseline before` on the new.
+//!
+//! Instructions, which a shared machine's load does not move: `CLASSIFIER_COUNT=<corpus or
+//! case>` classifies that corpus's headers (or that named header, 1,000 times) once and
+//! leaves criterion out, so that
+//! `valgrind --tool=callgrind --toggle-collect='*count_instructions*' <bench binary> --bench`
+//! counts the classifier's instructions alone (`all`: every vendored header).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crawlgate::agent::Classifier;
+use crawlgate::agent::{Classifier, Who};
 use crawlgate::catalog::Catalog;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
@@ -163,10 +169,33 @@ fn survey(classifier: &Classifier, corpora: &[(&str, Vec<String>)]) -> String {
     times.last().map(|(_, h)| h.to_string()).unwrap_or_default()
 }
 
+/// Classifies each header once: what callgrind's `--toggle-collect` counts (see the module's
+/// documentation). Returns how many are crawlers, so that nothing is optimised away.
+#[inline(never)]
+fn count_instructions(classifier: &Classifier, headers: &[&[u8]]) -> usize {
+    headers
+        .iter()
+        .filter(|header| classifier.classify(black_box(header)) != Who::Person)
+        .count()
+}
+
 fn classify(c: &mut Criterion) {
     let catalog = Catalog::embedded().unwrap();
     let classifier = Classifier::new(catalog.known_agents()).unwrap();
     let corpora = corpora();
+    if let Ok(which) = std::env::var("CLASSIFIER_COUNT") {
+        let headers: Vec<&[u8]> = match HEADERS.iter().find(|(name, _)| *name == which) {
+            Some((_, header)) => vec![header.as_bytes(); 1000],
+            None => corpora
+                .iter()
+                .filter(|(name, _)| which == "all" || *name == which)
+                .flat_map(|(_, list)| list.iter().map(|h| h.as_bytes()))
+                .collect(),
+        };
+        let crawlers = count_instructions(&classifier, &headers);
+        println!("{which}: {} headers, {crawlers} crawlers", headers.len());
+        return;
+    }
     // `CLASSIFIER_SURVEY=0` leaves the survey out (for a profile of one case).
     let slowest = if std::env::var_os("CLASSIFIER_SURVEY").is_some_and(|v| v == "0") {
         HEADERS[0].1.to_owned()
@@ -185,7 +214,8 @@ fn classify(c: &mut Criterion) {
             b.iter(|| black_box(classifier.classify(black_box(header.as_bytes()))))
         });
     }
-    // The gate alone (`plainly_a_person`: one scan, no reading), for the same headers.
+    // The gate alone (`plainly_a_person`: the plain pass, which stops at the first thing that
+    // could name a crawler; no reading), for the same headers.
     for (name, header) in &named {
         group.bench_with_input(BenchmarkId::new("gate", name), header, |b, header| {
             b.iter(|| black_box(classifier.plainly_a_person(black_box(header.as_bytes()))))

@@ -157,6 +157,25 @@ const NAMED_SINCE_THE_RECALL_PASS: &[(&str, Option<&str>, Category)] = &[
     ("Mozilla/5.0 (compatible; +centuryb.o.t9[at]gmail.com)", None, Category::Unnamed),
     ("Mozilla/4.0 (compatible; Netcraft Web Server Survey)", Some("Netcraft"), Category::Scanner),
     ("Thumbor/6.7.5, Mozilla/5.0 (Linux; Android 9; RAZER Phone Build/NMF26F) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/76.0.3809.111 Mobile Safari/537.36", Some("Thumbor"), Category::Other),
+    // Named tools whose name holds a digit (the token is its leading run, the rest must
+    // follow), a page-audit browser after the engine, `audit` as a word of its own, and a URL
+    // held in a posing browser's platform comment.
+    ("Site24x7", Some("Site24x7"), Category::Monitoring),
+    ("mozilla/5.0 (windows nt 6.1; wow64; rv:101.0) gecko/20100101 firefox/101.0 site24x7", Some("Site24x7"), Category::Monitoring),
+    ("W3C_Unicorn/1.0", Some("W3C_Unicorn"), Category::Monitoring),
+    ("l9explore/1.2.2", Some("l9explore"), Category::Scanner),
+    ("ds9 2.004.ec2", Some("ds9"), Category::Other),
+    ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_6) AppleWebKit/537.36 (KHTML, like Gecko) YLT Chrome/85.0.4183.121 Safari/537.36", Some("YLT"), Category::Monitoring),
+    ("Feed Image Audit -- App", None, Category::Unnamed),
+    ("Mozilla/5.0 (X11; Linux x86_64; GTmetrix https://gtmetrix.com/) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/75.0.3770.100 Safari/537.36", None, Category::Unnamed),
+    // Named tools of isbot's crawler fixtures, each with its project's page in the catalog.
+    ("Mozilla/4.0 (Hydra)", Some("Hydra"), Category::Scanner),
+    ("Mozilla/5.0 (Hydra Proxy)", Some("Hydra"), Category::Scanner),
+    ("webcollage/1.182", Some("webcollage"), Category::Other),
+    ("Xymon xymonnet/4.3.17", Some("xymonnet"), Category::Monitoring),
+    ("Hobbit bbtest-net/4.3.0-0.beta2", Some("bbtest-net"), Category::Monitoring),
+    ("ClamAV/0.101.5 (OS: linux-gnu, ARCH: x86_64, CPU: x86_64)", Some("ClamAV"), Category::HttpLibrary),
+    ("Go 1.1 package http", Some("Go 1.1 package http"), Category::HttpLibrary),
 ];
 
 #[test]
@@ -187,6 +206,15 @@ fn the_recall_pass_names_these() {
         "Mozilla/5.0 (Linux; U; Android 2.2; en-us; LG-P500.RU Build/FRF91) AppleWebKit/533.1 (KHTML, like Gecko) Version/4.0 Mobile Safari/533.1",
         "Mozilla/5.0 (Linux; U; Android 2.3.3; GT-S5830 - Forum: http://example.org/forum Build/GRWK74) AppleWebKit/533.1 (KHTML, like Gecko) Version/4.0 Mobile Safari/533.1",
         "Mozilla/5.0 (Linux; U; Android 4.1.2; GT-I9300de_DE Build/JZO54K) AppleWebKit/ (KHTML, like Gecko) Version/ Mobile Safari/ Wetter.de/1.7",
+        // A name's leading run alone is no crawler's (Site24x7's token is `Site`, the W3C
+        // validator's `W`), nor is an app's name that starts with `Audit`.
+        "SiteKiosk/9.0 (Windows NT 10.0; Win64; x64)",
+        "Site 24 App/1.0",
+        "W/1.0 (Linux; Android 14)",
+        "AuditBoard/3.1 (iPhone; iOS 17.5; Scale/3.00)",
+        // `Go` alone, as a phone's browser writes it, is no Go client.
+        "Go.Web/6.5 (Nokia; U; en)",
+        "Go/2.0 (iPhone; iOS 17.5; Scale/3.00)",
     ] {
         assert_eq!(crawlers.classify(person.as_bytes()), Who::Person, "{person}");
     }
@@ -427,26 +455,40 @@ fn classification_rates_on_real_labelled_user_agents() {
     }
 
     // No person is ever refused, in any corpus, and none is read as a crawler but as an HTTP
-    // library (counted): the issue's target is at most 1 in 100,000.
+    // library (counted): the issue's target is at most 1 in 100,000, and none is what the
+    // classifier reaches.
     assert!(refused_all.is_empty(), "people refused: {refused_all:?}");
     assert!(
-        per_100k(misread_all.len(), total) <= 1.0,
-        "{} people read as crawlers: {misread_all:?}",
-        misread_all.len()
+        misread_all.is_empty(),
+        "{} people read as crawlers ({:.1} per 100,000): {misread_all:?}",
+        misread_all.len(),
+        per_100k(misread_all.len(), total)
     );
     assert!(misread_all.len() * 100 < isbot_all.len());
     // Recall: the issue asks for 95% on crawler-user-agents and on isbot's crawlers, and for
-    // crawler-user-agents within 2 points of isbot's. This reading reaches the first (97.4%),
-    // not the others (WhatsApp, a person's app by design, is 25 of crawler-user-agents'
-    // instances; isbot's list holds apps and HTTP libraries crawlgate reads as people;
-    // docs/decisions/classifier-grammar.md has the rest): the floors held are what it reaches,
-    // so that a change can only keep or raise them.
-    let rate = |name: &str| rates.iter().find(|(n, _, _)| *n == name).unwrap().1;
+    // crawler-user-agents within 2 points of isbot's. This reading reaches the first (97.6%)
+    // and the last (isbot's 99.6%, less 2 points, is 97.57%), not the second (isbot's list
+    // holds apps and HTTP libraries crawlgate reads as people; WhatsApp, a person's app by
+    // design, is 25 of crawler-user-agents' instances too; docs/decisions/classifier-grammar.md
+    // has the rest): the floors held are what it reaches, so that a change can only keep or
+    // raise them.
+    let rate = |name: &str| rates.iter().find(|(n, _, _)| *n == name).unwrap();
     for (name, floor) in [
-        ("crawler-user-agents", 97.3),
-        ("isbot crawlers", 77.6),
-        ("uap-core spiders", 95.9),
+        ("crawler-user-agents", 97.6),
+        ("isbot crawlers", 79.9),
+        ("uap-core spiders", 96.0),
     ] {
-        assert!(rate(name) >= floor, "{name}: {:.1}% < {floor}%", rate(name));
+        assert!(
+            rate(name).1 >= floor,
+            "{name}: {:.1}% < {floor}%",
+            rate(name).1
+        );
     }
+    let cua = rate("crawler-user-agents");
+    assert!(
+        cua.2 - cua.1 <= 2.0,
+        "crawler-user-agents: {:.2}% against isbot's {:.2}%",
+        cua.1,
+        cua.2
+    );
 }

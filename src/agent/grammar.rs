@@ -18,10 +18,11 @@
 //!   support@myapp.com)` is an app with its support address) and in an app shell's comments.
 //!
 //! A header that starts `Mozilla/x (…)` says it is a browser, and a browser writes its device in
-//! that comment, never a site: there an entry that *is* a URL, an e-mail address or a site's name
-//! (`(Windows NT 6.1; WOW64; https://top.mail.ru/passremind)`) is a crawler signal (an address or
-//! a site only when no phone is named), and so is a site's name between that comment and the
-//! engine, where a browser writes nothing (`… like Mac OS X) adbeat.com/policy AppleWebKit/…`).
+//! that comment, never a site: there an entry that holds a URL, or that *is* an e-mail address or
+//! a site's name (`(Windows NT 6.1; WOW64; https://top.mail.ru/passremind)`, `(X11; Linux
+//! x86_64; GTmetrix https://gtmetrix.com/)`) is a crawler signal (an address or a site only when
+//! no phone is named), and so is a site's name between that comment and the engine, where a
+//! browser writes nothing (`… like Mac OS X) adbeat.com/policy AppleWebKit/…`).
 //!
 //! The reader is one pass over the bytes to split the header and one over its parts; it holds
 //! up to a few dozen places on the stack and spills to the heap only for longer headers.
@@ -714,11 +715,13 @@ pub fn read(h: &[u8]) -> Reading {
 }
 
 /// The crawler signals of the platform comment of a header that starts `Mozilla/x (…)`: an
-/// entry that is a URL, an e-mail address or a site's name (`(Windows NT 6.1; WOW64;
-/// https://top.mail.ru/passremind)`, `(X11; Linux x86_64; HubSpot …;
-/// web-crawlers+links@hubspot.com)`, `(Windows NT 10.0; cludo.com bot)`). Such a header says
-/// it is a browser, and a browser writes its device there, never a site: none of the 124,367
-/// people's headers of the vendored corpora does. Words there still never count. An app that
+/// entry that holds a URL (`(Windows NT 6.1; WOW64; https://top.mail.ru/passremind)`, `(X11;
+/// Linux x86_64; GTmetrix https://gtmetrix.com/)`), or that is an e-mail address or a site's
+/// name (`(X11; Linux x86_64; HubSpot …; web-crawlers+links@hubspot.com)`, `(Windows NT 10.0;
+/// cludo.com bot)`). Such a header says it is a browser, and a browser writes its device there,
+/// never a site: none of the 124,364 people's headers of the vendored corpora does (the one
+/// that holds a URL there, `GT-S5830 - Forum: http://… Build/GRWK74`, is a phone's entry with
+/// its `Build/`, left out below). Words there still never count. An app that
 /// names itself first (`Liferea/1.10 (Linux; en_US.UTF-8; http://liferea.sf.net/)`) owns the
 /// page in its platform comment and is not read here. Returns whether an entry is a site's
 /// name (a signal the caller weighs with the rest: a phone's header keeps none).
@@ -729,10 +732,7 @@ fn posing_platform(h: &[u8], list: &[(usize, usize)], signals: &mut Signals) -> 
         if find_ignore_case(entry, b"build/").is_some() {
             continue;
         }
-        if starts_with_ignore_case(entry, b"http://")
-            || starts_with_ignore_case(entry, b"https://")
-            || plus_site(entry)
-        {
+        if has_url(entry) {
             signals.add(Signal::Url);
         }
         if !entry.contains(&b' ') && has_email(entry) {
@@ -995,6 +995,8 @@ mod tests {
         assert!(url(
             "Mozilla/5.0 (iPhone; Y!J-BRY/YATSH crawler; http://help.yahoo.co.jp/help/)"
         ));
+        // A name and its page in one entry (GTmetrix's test browser).
+        assert!(url("Mozilla/5.0 (X11; Linux x86_64; GTmetrix https://gtmetrix.com/) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/75.0.3770.100 Safari/537.36"));
         assert!(!url("Mozilla/5.0 (Linux; U; Android 2.3.3; GT-S5830 - Forum: http://example.org/ Build/GRWK74) AppleWebKit/533.1 (KHTML, like Gecko) Version/4.0 Mobile Safari/533.1"));
         let email = |h: &str| read(h.as_bytes()).signals.has(Signal::Email);
         assert!(email("Mozilla/5.0 (X11; Linux x86_64; HubSpot link check; web-crawlers+links@hubspot.com) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/51.0 Safari/537.36"));

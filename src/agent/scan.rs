@@ -1,6 +1,6 @@
-//! One pass over a header's bytes before it is read: the runs of token bytes (`[A-Za-z_-]`)
-//! that are known tokens, the crawler words inside runs, and whether the header holds anything
-//! at all that could name a crawler.
+//! The passes over a header's bytes before it is read: whether the header holds anything at all
+//! that could name a crawler, and for a header that does, the runs of token bytes
+//! (`[A-Za-z_-]`) that are known tokens and the crawler words inside runs.
 //!
 //! A known token matches only a whole run, so a run is looked up whole in a table of the tokens
 //! (and of the words browsers and platforms write, which are looked up only to know that they
@@ -9,9 +9,15 @@
 //! looked at on the way (`KHTML` that opens more than `KHTML, like Gecko)`, `compatible`,
 //! `subscriber`, `://`, `@` or `[at]`, a `+` before a letter or digit, a `.` before a letter).
 //!
+//! Most headers are people's and hold none of it, so the first pass ([`Runs::plain_until`])
+//! records nothing and answers a run from the table's slot alone; it stops at the first thing
+//! that could name a crawler, and the second ([`Runs::scan_from`]) records tokens and words
+//! from there on.
+//!
 //! Measured against the Aho-Corasick automaton of every token and mark this replaced (one
 //! leftmost-longest DFA scan, which also had to rescan where its matches could hide a crawler
-//! word): see `docs/decisions/classifier-grammar.md`, decision 12.
+//! word), and against one pass that recorded as it went: see
+//! `docs/decisions/classifier-grammar.md`, decisions 12 and 14.
 
 use super::vocabulary::{self, CRAWLER_WORDS};
 use foldhash::fast::FixedState;
@@ -40,16 +46,62 @@ enum Mark {
     Khtml,
 }
 
-/// What the pass found in a header.
+impl Known {
+    /// What the run means to a scan ([`Look`]), worked out once when the table is built so
+    /// that a scan reads the entry only when there is something to record.
+    fn look(&self) -> Look {
+        let counts = self.token.is_some_and(|(_, counts)| counts);
+        let mut look = Look(0);
+        if counts || !self.words.is_empty() || self.mark == Mark::Word {
+            look.0 |= Look::NAMED;
+        }
+        if self.mark == Mark::Khtml {
+            look.0 |= Look::KHTML;
+        }
+        if self.token.is_some() || !self.words.is_empty() {
+            look.0 |= Look::RECORD;
+        }
+        look
+    }
+}
+
+/// What a known run means to a scan, as bits; none for a browser's or a platform's word, which
+/// most runs of people's headers are.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Look(u8);
+
+impl Look {
+    /// The header is not plain: a token that may count, a crawler word or a mark.
+    const NAMED: u8 = 1;
+    /// `KHTML`: the header stays plain only where it opens exactly `KHTML, like Gecko)`.
+    const KHTML: u8 = 2;
+    /// The entry's token (one that counts, or a person's app, which makes the header's URLs
+    /// its own) or its crawler words are recorded for the reading.
+    const RECORD: u8 = 4;
+}
+
+/// What a scan found in a header, for its reading.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Scan {
-    /// Nothing in the header could name a crawler: every token in it never counts, and it holds
-    /// no crawler word and no mark.
-    pub plain: bool,
-    /// Every whole-run token (index, start, end), in order.
+    /// Every whole-run token (index, start, end) that may count or is a person's app, in order
+    /// (a token that never counts and is no app decides nothing).
     pub tokens: SmallVec<[(usize, usize, usize); 8]>,
     /// Every crawler word (start, end), in order of where it starts.
     pub words: SmallVec<[(usize, usize); 4]>,
+}
+
+/// A slot of the index beside its key: what the plain pass needs of an entry, so that it reads
+/// nothing else (16 bytes).
+#[derive(Debug, Clone, Copy, Default)]
+struct Meta {
+    /// Bytes 8 to 16 of the run, folded ([`fold_at`]); 0 for a run of eight bytes or fewer.
+    tail: u64,
+    /// The entry in `entries`.
+    at: u32,
+    /// The run's length (a run longer than `u16::MAX` is never looked up).
+    len: u16,
+    /// What the run makes of a header that may be plain.
+    look: Look,
 }
 
 /// The runs a scan knows, built once per classifier.
@@ -57,38 +109,49 @@ pub(super) struct Scan {
 pub(super) struct Runs {
     /// The runs, lower-cased, and what each is.
     entries: Vec<(Box<[u8]>, Known)>,
-    /// An open-addressed index of `entries` by [`fold`] and length (`u32::MAX`: empty).
-    slots: Vec<(u64, u32, u32)>,
+    /// An open-addressed index of `entries`: the first eight bytes of each run, folded
+    /// ([`fold_at`]), hashed with its length ([`slot_of`]); 0 is an empty slot (no run folds to
+    /// 0). Probing reads these eight bytes a slot and nothing else.
+    keys: Box<[u64]>,
+    /// Beside each key, the rest of what a match needs ([`Meta`]).
+    metas: Box<[Meta]>,
     /// The shortest and the longest run the table holds: no other length is looked up.
     lengths: (usize, usize),
     /// For each three letters folded to five bits each, whether a crawler word starts so.
     starts: Box<[u64; 512]>,
 }
 
-/// The first eight bytes of `run` (fewer when it is shorter), lower-cased, as one word: what a
-/// run is looked up by, with its length. Token bytes fold without collision (`A`-`Z` to
-/// `a`-`z`, `-` stays, `_` becomes 0x7F).
+/// The first eight bytes of the run of `len` bytes at `header[start..]` (fewer when it is
+/// shorter), lower-cased, as one word: what a run is looked up by, with its length. Token bytes
+/// fold without collision (`A`-`Z` to `a`-`z`, `-` stays, `_` becomes 0x7F) and never to 0, so a
+/// run's key is never 0.
 ///
-/// `bytes` starts with the run, which is `len` long, and may run on past it: eight bytes are
-/// then read at once (a copy of fewer into a buffer stalls the load that follows it).
-fn fold(bytes: &[u8], len: usize) -> u64 {
+/// The header may run on past the run: eight bytes are then read at once (a copy of fewer into
+/// a buffer stalls the load that follows it), and masked.
+#[inline(always)]
+fn fold_at(header: &[u8], start: usize, len: usize) -> u64 {
     let n = len.min(8);
-    let word = match bytes
-        .get(..8)
+    let word = match header
+        .get(start..start + 8)
         .and_then(|eight| <[u8; 8]>::try_from(eight).ok())
     {
         Some(eight) => u64::from_le_bytes(eight),
-        None => bytes[..n]
-            .iter()
-            .rev()
-            .fold(0, |word, &b| word << 8 | u64::from(b)),
+        None => fold_short(header.get(start..).unwrap_or_default(), n),
     };
-    let mask = if n == 8 {
-        u64::MAX
-    } else {
-        (1u64 << (n * 8)) - 1
-    };
+    // `n` is 1 to 8 for a run (0 only for an empty one, which folds to 0 too).
+    let mask = u64::MAX.checked_shr(64 - 8 * n as u32).unwrap_or(0);
     (word | 0x2020_2020_2020_2020) & mask
+}
+
+/// The first `n` bytes of `bytes` as a little-endian word, for a run that ends less than eight
+/// bytes before the end of its header.
+#[cold]
+fn fold_short(bytes: &[u8], n: usize) -> u64 {
+    bytes
+        .iter()
+        .take(n)
+        .rev()
+        .fold(0, |word, &b| word << 8 | u64::from(b))
 }
 
 fn slot_of(key: u64, len: usize, slots: usize) -> usize {
@@ -128,138 +191,206 @@ impl Runs {
             entry(&mut known, &starts, word).mark = Mark::Word;
         }
         entry(&mut known, &starts, "khtml").mark = Mark::Khtml;
-        let mut runs = Runs {
-            entries: known.into_iter().collect(),
-            slots: Vec::new(),
-            lengths: (usize::MAX, 0),
-            starts,
-        };
-        let size = (runs.entries.len() * 2).next_power_of_two().max(16);
-        runs.slots = vec![(0, 0, u32::MAX); size];
-        for (at, (run, _)) in runs.entries.iter().enumerate() {
-            runs.lengths = (runs.lengths.0.min(run.len()), runs.lengths.1.max(run.len()));
-            let key = fold(run, run.len());
+        // A run longer than a `u16` is never looked up (no token is that long).
+        let entries: Vec<(Box<[u8]>, Known)> = known
+            .into_iter()
+            .filter(|(run, _)| !run.is_empty() && run.len() <= usize::from(u16::MAX))
+            .collect();
+        let size = (entries.len() * 2).next_power_of_two().max(16);
+        let mut keys = vec![0u64; size].into_boxed_slice();
+        let mut metas = vec![Meta::default(); size].into_boxed_slice();
+        let mut lengths = (usize::MAX, 0);
+        for (at, (run, known)) in entries.iter().enumerate() {
+            lengths = (lengths.0.min(run.len()), lengths.1.max(run.len()));
+            let key = fold_at(run, 0, run.len());
             let mut slot = slot_of(key, run.len(), size);
-            while runs.slots[slot].2 != u32::MAX {
+            while keys[slot] != 0 {
                 slot = (slot + 1) & (size - 1);
             }
-            // A few thousand entries of a few dozen bytes: both fit in 32 bits.
-            runs.slots[slot] = (key, run.len() as u32, at as u32);
+            keys[slot] = key;
+            metas[slot] = Meta {
+                tail: run.get(8..).map_or(0, |rest| fold_at(rest, 0, rest.len())),
+                // A few thousand entries: an index fits in 32 bits; lengths were bounded above.
+                at: at as u32,
+                len: run.len() as u16,
+                look: known.look(),
+            };
         }
-        runs
+        Runs {
+            entries,
+            keys,
+            metas,
+            lengths,
+            starts,
+        }
     }
 
-    /// What the table knows of the run that is the first `len` bytes of `bytes`, if anything.
-    fn find(&self, bytes: &[u8], len: usize) -> Option<&Known> {
-        if len < self.lengths.0 || len > self.lengths.1 {
+    /// What the table knows of the run that is `header[start..end]`, if anything. Inlined into
+    /// both passes, and short: most runs are eight bytes or fewer, and their first eight bytes
+    /// folded are the whole run, so that a slot's key says all but the length.
+    #[inline(always)]
+    fn find(&self, header: &[u8], start: usize, end: usize) -> Option<&Meta> {
+        let len = end - start;
+        if len.wrapping_sub(self.lengths.0) > self.lengths.1.wrapping_sub(self.lengths.0) {
             return None;
         }
-        let run = &bytes[..len];
-        let key = fold(bytes, len);
-        let mut slot = slot_of(key, run.len(), self.slots.len());
+        let key = fold_at(header, start, len);
+        let mask = self.keys.len().wrapping_sub(1);
+        let mut slot = slot_of(key, len, self.keys.len());
         loop {
-            let &(k, len, at) = self.slots.get(slot)?;
-            if at == u32::MAX {
+            let k = *self.keys.get(slot)?;
+            if k == key {
+                let meta = self.metas.get(slot)?;
+                if usize::from(meta.len) == len
+                    && (len <= 8 || self.long_run_matches(meta, header, start, len))
+                {
+                    return Some(meta);
+                }
+            } else if k == 0 {
                 return None;
             }
-            if k == key && len as usize == run.len() {
-                let (entry, known) = self.entries.get(at as usize)?;
-                if entry
-                    .get(8..)
-                    .unwrap_or_default()
-                    .eq_ignore_ascii_case(run.get(8..).unwrap_or_default())
-                {
-                    return Some(known);
-                }
-            }
-            slot = (slot + 1) & (self.slots.len() - 1);
+            slot = (slot + 1) & mask;
         }
     }
 
-    /// One pass over `header`.
-    pub fn scan(&self, header: &[u8]) -> Scan {
-        let mut scan = Scan {
-            plain: true,
-            ..Scan::default()
-        };
+    /// Whether the entry of `meta`, whose first eight bytes and length are the run's, is the
+    /// run of `len` bytes (more than eight) at `header[start..]`: out of the way of the short
+    /// runs' path.
+    #[inline(never)]
+    fn long_run_matches(&self, meta: &Meta, header: &[u8], start: usize, len: usize) -> bool {
+        if fold_at(header, start + 8, len - 8) != meta.tail {
+            return false;
+        }
+        len <= 16
+            || self
+                .entries
+                .get(meta.at as usize)
+                .is_some_and(|(entry, _)| {
+                    entry.get(16..).unwrap_or_default().eq_ignore_ascii_case(
+                        header.get(start + 16..start + len).unwrap_or_default(),
+                    )
+                })
+    }
+
+    /// Whether nothing in `header` could name a crawler: every known token in it never counts,
+    /// and it holds no crawler word and no mark. Such a header is a person's without being
+    /// read ([`super::Classifier::classify`]).
+    pub fn plain(&self, header: &[u8]) -> bool {
+        self.plain_until(header).is_none()
+    }
+
+    /// `None` when `header` is plain ([`Runs::plain`]); else where a scan for its reading must
+    /// start ([`Runs::scan_from`]). Most people's headers are plain, and their runs are
+    /// browsers' and platforms' words, which the index answers from a slot alone; so this pass
+    /// records nothing, and stops at the first run or mark that could name a crawler, or at a
+    /// token that never counts but that the reading needs (a person's app, whose URLs are its
+    /// own; rare in people's headers, which are then read to the same answer). What it passed
+    /// over holds nothing a scan records, so it is not scanned again.
+    pub fn plain_until(&self, header: &[u8]) -> Option<usize> {
+        let n = header.len();
         let mut i = 0;
-        while let Some(&byte) = header.get(i) {
-            match CLASS[usize::from(byte)] {
-                Class::Other => {
-                    i += 1;
-                    continue;
-                }
-                Class::Mark => {
-                    scan.plain &= !byte_mark(header, i);
-                    i += 1;
-                    continue;
-                }
-                Class::Token => {}
-            }
-            let start = i;
-            while header
-                .get(i)
-                .is_some_and(|&b| CLASS[usize::from(b)] == Class::Token)
-            {
+        loop {
+            // Spaces, digits and punctuation, a third of a header, in a loop of their own.
+            while i < n && CLASS[usize::from(header[i])] == OTHER {
                 i += 1;
             }
-            let run = &header[start..i];
-            match self.find(&header[start..], run.len()) {
-                Some(known) => {
-                    for &(at, len) in &known.words {
-                        let at = start + usize::from(at);
-                        scan.words.push((at, at + usize::from(len)));
-                    }
-                    if let Some((index, counts)) = known.token {
-                        scan.tokens.push((index, start, i));
-                        scan.plain &= !counts;
-                    }
-                    scan.plain &= known.words.is_empty()
-                        && match known.mark {
-                            Mark::None => true,
-                            Mark::Word => false,
-                            Mark::Khtml => super::plain_engine_comment(header, start),
-                        };
+            if i >= n {
+                return None;
+            }
+            if CLASS[usize::from(header[i])] == MARK {
+                if byte_mark(header, i) {
+                    return Some(i);
                 }
-                None => {
-                    let before = scan.words.len();
-                    words_in(&self.starts, run, |s, e| {
-                        scan.words.push((start + s, start + e))
-                    });
-                    // A run the table does not know but that starts `khtml` may open an engine
-                    // comment with a name in it.
-                    let khtml = run
-                        .get(..5)
-                        .is_some_and(|head| head.eq_ignore_ascii_case(b"khtml"));
-                    scan.plain &= scan.words.len() == before && !khtml;
+                i += 1;
+                continue;
+            }
+            let start = i;
+            i += 1;
+            while i < n && CLASS[usize::from(header[i])] == TOKEN {
+                i += 1;
+            }
+            let plain = match self.find(header, start, i) {
+                Some(&Meta { look, .. }) => {
+                    look == Look::default()
+                        || (look == Look(Look::KHTML) && super::plain_engine_comment(header, start))
                 }
+                None => self.unknown_run_is_plain(&header[start..i]),
+            };
+            if !plain {
+                return Some(start);
             }
         }
-        scan
+    }
+
+    /// Whether a run the table does not know leaves a header plain: it holds no crawler word,
+    /// and it does not start `khtml` (an engine comment with a name in it).
+    fn unknown_run_is_plain(&self, run: &[u8]) -> bool {
+        let mut word = false;
+        words_in(&self.starts, run, |_, _| word = true);
+        !word
+            && !run
+                .get(..5)
+                .is_some_and(|head| head.eq_ignore_ascii_case(b"khtml"))
+    }
+
+    /// One pass over `header` from `from` (0, or where [`Runs::plain_until`] stopped): adds its
+    /// whole-run tokens and its crawler words to `scan`.
+    pub fn scan_from(&self, header: &[u8], from: usize, scan: &mut Scan) {
+        let n = header.len();
+        let mut i = from;
+        while i < n {
+            if CLASS[usize::from(header[i])] != TOKEN {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            i += 1;
+            while i < n && CLASS[usize::from(header[i])] == TOKEN {
+                i += 1;
+            }
+            match self.find(header, start, i) {
+                Some(&Meta { look, at, .. }) => {
+                    if look.0 & Look::RECORD == 0 {
+                        continue;
+                    }
+                    if let Some((_, known)) = self.entries.get(at as usize) {
+                        for &(offset, len) in &known.words {
+                            let from = start + usize::from(offset);
+                            scan.words.push((from, from + usize::from(len)));
+                        }
+                        if let Some((index, _)) = known.token {
+                            scan.tokens.push((index, start, i));
+                        }
+                    }
+                }
+                None => words_in(&self.starts, &header[start..i], |s, e| {
+                    scan.words.push((start + s, start + e))
+                }),
+            }
+        }
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Class {
-    /// `[A-Za-z_-]`.
-    Token,
-    /// A byte a mark may start with ([`byte_mark`]).
-    Mark,
-    Other,
-}
+/// `[A-Za-z_-]`.
+const TOKEN: u8 = 1;
+/// A byte a mark may start with ([`byte_mark`]).
+const MARK: u8 = 2;
+/// Any other byte.
+const OTHER: u8 = 0;
 
-/// What each byte is to the scan: one load a byte instead of a few comparisons.
-static CLASS: [Class; 256] = {
-    let mut table = [Class::Other; 256];
+/// What each byte is to the scan ([`TOKEN`], [`MARK`], [`OTHER`]): one load a byte instead of a
+/// few comparisons.
+static CLASS: [u8; 256] = {
+    let mut table = [OTHER; 256];
     let mut b = 0;
     while b < 256 {
         let byte = b as u8;
         table[b] = if byte.is_ascii_alphabetic() || byte == b'-' || byte == b'_' {
-            Class::Token
+            TOKEN
         } else if matches!(byte, b':' | b'@' | b'+' | b'.' | b'[') {
-            Class::Mark
+            MARK
         } else {
-            Class::Other
+            OTHER
         };
         b += 1;
     }
@@ -332,8 +463,9 @@ mod tests {
     fn tokens_are_whole_runs_and_words_lie_inside_runs() {
         let runs = runs();
         let h = b"Mozilla/5.0 (compatible; Googlebot/2.1; MJ12bot; Googlebotx)";
-        let scan = runs.scan(h);
-        assert!(!scan.plain);
+        assert!(!runs.plain(h));
+        let mut scan = Scan::default();
+        runs.scan_from(h, 0, &mut scan);
         let tokens: Vec<_> = scan.tokens.iter().map(|&(t, s, e)| (t, &h[s..e])).collect();
         assert_eq!(
             tokens,
@@ -342,7 +474,8 @@ mod tests {
         let words: Vec<_> = scan.words.iter().map(|&(s, e)| &h[s..e]).collect();
         assert_eq!(words, [&b"bot"[..], b"bot", b"bot"]);
         // Overlapping words are all found (`robot` and `bot`, `crawler` and `crawl`).
-        let scan = runs.scan(b"webcrawler-robot");
+        let mut scan = Scan::default();
+        runs.scan_from(b"webcrawler-robot", 0, &mut scan);
         let words: Vec<_> = scan
             .words
             .iter()
@@ -353,8 +486,11 @@ mod tests {
 
     #[test]
     fn what_keeps_a_header_plain() {
-        let runs = runs();
-        let plain = |h: &str| runs.scan(h.as_bytes()).plain;
+        // A token that never counts (`mozilla` in `runs()`) is recorded for the reading, which
+        // then reads the header: plain headers hold none.
+        assert!(!runs().plain(b"Mozilla/5.0"));
+        let runs = Runs::new([("googlebot", true), ("mj", true)]);
+        let plain = |h: &str| runs.plain(h.as_bytes());
         assert!(plain("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"));
         assert!(!plain(
             "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; GPTBot)"
@@ -381,6 +517,38 @@ mod tests {
             "x (incompatible)",
         ] {
             assert!(plain(quiet), "{quiet}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The plain pass stops where a scan must start: scanning from there finds what
+        /// scanning the whole header finds, and a plain header has nothing to find.
+        #[test]
+        fn the_plain_pass_passes_over_nothing_a_scan_records(
+            tokens in proptest::collection::vec(("[abotkhmlAB_-]{1,10}", proptest::bool::ANY), 1..6),
+            pieces in proptest::collection::vec(proptest::sample::select(
+                vec!["a", "b", "o", "t", "A", "_", "-", " ", "/", ";", "(", ")", "[", "1", "bot", "BoT",
+                     "crawler", "robot", "khtml", "KHTML, like Gecko)", "KHTML; x)", "compatible",
+                     "subscribers", "Mozilla", "Chrome", "iPhone", "http", "://", "@", ".", ".com",
+                     "+x", "abcdefghijk", "abcdefghijklmnopqr", "abotabotabot"]
+            ), 0..24),
+        ) {
+            let header = pieces.concat().into_bytes();
+            let runs = Runs::new(tokens.iter().map(|(t, counts)| (t.as_str(), *counts)));
+            let mut whole = Scan::default();
+            runs.scan_from(&header, 0, &mut whole);
+            match runs.plain_until(&header) {
+                Some(from) => {
+                    let mut rest = Scan::default();
+                    runs.scan_from(&header, from, &mut rest);
+                    proptest::prop_assert_eq!(&rest.tokens, &whole.tokens);
+                    proptest::prop_assert_eq!(&rest.words, &whole.words);
+                }
+                None => {
+                    proptest::prop_assert!(whole.words.is_empty());
+                    proptest::prop_assert!(whole.tokens.is_empty());
+                }
+            }
         }
     }
 }

@@ -17,11 +17,12 @@ use std::collections::HashMap;
 /// Then the words automated tools name themselves with: what they do to a site (`favicon`,
 /// `uptime`, `monitor`, `synthetic`, `checker`, `archive`), found in the crawler corpora in
 /// products such as `Google Favicon`, `YottaaMonitor`, `RuxitSynthetic/1.0`,
-/// `W3C_I18n-Checker/1.0`, `InternetArchive-1.0` and in no person's header. `preview`, `check`
-/// and `scanner` count only as words of their own (`Google Web Preview`, `Uptime Check`,
-/// `Cloudflare-Radar-Scanner`; [`only_as_word`]): people's apps end their names with them
-/// (`CamScanner`, Firefox's `MozillaDeveloperPreview`) or start them so (`checkout`).
-pub const CRAWLER_WORDS: [&str; 21] = [
+/// `W3C_I18n-Checker/1.0`, `InternetArchive-1.0` and in no person's header. `preview`, `check`,
+/// `scanner` and `audit` count only as words of their own, with no letter on either side
+/// (`Google Web Preview`, `Uptime Check`, `Cloudflare-Radar-Scanner`, `Feed Image Audit`;
+/// [`only_as_word`]): people's apps end their names with them (`CamScanner`, Firefox's
+/// `MozillaDeveloperPreview`) or start them so (`checkout`, `AuditBoard`).
+pub const CRAWLER_WORDS: [&str; 22] = [
     "bot",
     "crawler",
     "crawl",
@@ -43,6 +44,7 @@ pub const CRAWLER_WORDS: [&str; 21] = [
     "preview",
     "check",
     "scanner",
+    "audit",
 ];
 
 /// Whether the crawler word `word` counts only where it ends a word (any case).
@@ -50,9 +52,10 @@ pub fn only_at_word_end(word: &[u8]) -> bool {
     word.eq_ignore_ascii_case(b"crawl") || word.eq_ignore_ascii_case(b"robot")
 }
 
-/// Whether the crawler word `word` counts only as a word of its own (any case).
+/// Whether the crawler word `word` counts only as a word of its own (any case): no letter before
+/// it or after it, not even a capital (`AuditBoard` is an app's name, not the word).
 pub fn only_as_word(word: &[u8]) -> bool {
-    [&b"preview"[..], b"check", b"scanner"]
+    [&b"preview"[..], b"check", b"scanner", b"audit"]
         .iter()
         .any(|w| word.eq_ignore_ascii_case(w))
 }

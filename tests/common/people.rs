@@ -137,6 +137,8 @@ pub const NOT_PEOPLE: &[(&str, &str)] = &[
     ("compatible; Shap-User/", "an AI assistant's fetcher by ai.robots.txt, in the crawler form `compatible; Name/version`"),
     ("Miniature.io/", "Miniature.io's website screenshot service, which names itself by its site"),
     ("Mozilla/5.0 (compatible; AGU/0.8.6)", "nothing but the crawler form `Mozilla/5.0 (compatible; Name/version)`; today's isbot calls it a bot too"),
+    ("Site24x7", "Zoho's Site24x7 website monitor (uap-core's family `Site24x7`, a rule its parser files under no bot heading; crawler-user-agents lists it)"),
+    ("YLT Chrome/", "Yellow Lab Tools' page-audit browser, a monitoring tool like GTmetrix (crawler-user-agents lists it; isbot's browser fixtures: `Glitches and Misidentified Browsers`)"),
 ];
 
 /// Why a header a corpus labels a person is not one, if it is in [`NOT_PEOPLE`].
