@@ -829,8 +829,10 @@ fn respond(
 
 /// The answer to a priced request that is not forwarded: `402` with the price when no payment
 /// was offered, else the error's status with its `crawler-error` code (and the price, so that a
-/// crawler can pay it on its next request).
-fn payment_answer(payment: Payment) -> Response {
+/// crawler can pay it on its next request). A charge crawlgate could not record
+/// (`InternalError`, answered by the proxy once the origin has answered) may be tried again in a
+/// second.
+pub fn payment_answer(payment: Payment) -> Response {
     let price = payment.price().to_string();
     let (status, body, error) = match payment {
         Payment::Refused(_, error) => (
@@ -849,7 +851,7 @@ fn payment_answer(payment: Payment) -> Response {
     Response {
         status,
         body: Body::Text(body),
-        retry_after: None,
+        retry_after: (error == Some(PaymentError::InternalError)).then_some(1),
         headers,
     }
 }

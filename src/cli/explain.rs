@@ -419,24 +419,16 @@ fn to_json(decision: &Decision, path: &str, facts: &Facts<'_>) -> String {
         "outcome": decision.judgement.outcome.as_str(),
         "mode": decision.site.settings.enforcement.as_str(),
         "status": status_of(decision),
-        "payment": payment(decision).map(|(price, result, error)| json!({
-            "price": price,
-            "result": result,
-            "error": error,
+        "payment": decision.judgement.payment.map(|payment| json!({
+            "price": payment.price().to_string(),
+            "result": payment.label(),
+            "error": match payment {
+                crate::pricing::Payment::Refused(_, error) => Some(error.code()),
+                _ => None,
+            },
         })),
     });
     value.to_string()
-}
-
-/// Pay per crawl: the page's price for this crawler, what the request's payment came to, and
-/// the `crawler-error` code of a refusal; `None` when nothing was priced.
-fn payment(decision: &Decision) -> Option<(String, &'static str, Option<&'static str>)> {
-    let payment = decision.judgement.payment?;
-    let error = match payment {
-        crate::pricing::Payment::Refused(_, error) => Some(error.code()),
-        _ => None,
-    };
-    Some((payment.price().to_string(), payment.label(), error))
 }
 
 fn write_text(
@@ -608,16 +600,16 @@ fn write_text(
         )?,
         None => writeln!(out, "crawl-delay:   none applies")?,
     }
-    if let Some((price, result, error)) = payment(decision) {
-        let what = match (result, error) {
-            ("quoted", _) => "quoted: 402 with crawler-price".to_owned(),
-            ("agreed", _) => {
+    if let Some(payment) = decision.judgement.payment {
+        use crate::pricing::Payment;
+        let what = match payment {
+            Payment::Quoted(_) => "quoted: 402 with crawler-price".to_owned(),
+            Payment::Agreed(_) => {
                 "agreed: forwarded, charged when the origin answers with success".to_owned()
             }
-            (_, Some(code)) => format!("refused: crawler-error {code}"),
-            (other, None) => other.to_owned(),
+            Payment::Refused(_, error) => format!("refused: crawler-error {}", error.code()),
         };
-        writeln!(out, "pay per crawl: {price}, {what}")?;
+        writeln!(out, "pay per crawl: {}, {what}", payment.price())?;
     }
     let status = status_of(decision);
     let status = if status > 0 {

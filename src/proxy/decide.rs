@@ -528,7 +528,9 @@ pub async fn gather<'a>(
         other => other,
     };
     // What a verified signature vouches for of the price headers, and who signed it.
+    // Only a site that prices pages needs them.
     let (covers, signed_use) = match &signature {
+        _ if snapshot.pricing.is_none() => (None, None),
         SignatureVerdict::Verified {
             directory,
             keyid,

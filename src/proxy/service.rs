@@ -694,19 +694,28 @@ impl ProxyHttp for CrawlGate {
                 .with_label_values(&["unreadable_body"])
                 .inc();
         }
-        if ctx.settled == Some(Settled::Unrecorded) {
-            let price = ctx
-                .decision
-                .as_ref()
-                .and_then(|d| d.judgement.payment)
-                .map(Payment::price);
+        // A charge the ledger could not record: the judgement's own answer to such a payment.
+        let unrecorded = match (&ctx.settled, &ctx.decision) {
+            (Some(Settled::Unrecorded), Some(decision)) => decision
+                .judgement
+                .payment
+                .map(|paid| (paid.price(), &decision.snapshot)),
+            _ => None,
+        };
+        if let Some((price, snapshot)) = unrecorded {
             let error = PaymentError::InternalError;
-            let mut headers = vec![(pricing::CRAWLER_ERROR, error.code().to_owned())];
-            headers.extend(price.map(|p| (pricing::CRAWLER_PRICE, p.to_string())));
-            let body = Bytes::from(format!("crawlgate: {}\n", error.why()));
-            let _ = respond(session, error.status(), body, Some(1), &headers).await;
+            let answer = crate::judge::payment_answer(Payment::Refused(price, error));
+            let body = body_of(answer.body, snapshot);
+            let _ = respond(
+                session,
+                answer.status,
+                body,
+                answer.retry_after,
+                &answer.headers,
+            )
+            .await;
             return FailToProxy {
-                error_code: error.status(),
+                error_code: answer.status,
                 can_reuse_downstream: false,
             };
         }
