@@ -11,6 +11,15 @@ use std::time::Duration;
 const CCBOT: &str = "CCBot/2.0 (https://commoncrawl.org/faq/)";
 
 fn managed_site(origin: &Origin) -> String {
+    site_managing(
+        origin,
+        r#"{categories: {ai-training: disallow}, crawlers: {CCBot: origin}, content_signal: "search=yes, ai-train=no"}"#,
+    )
+}
+
+/// The site `shop` in front of `origin`, whose robots.txt it fetches, with these managed groups
+/// (flow-style YAML).
+fn site_managing(origin: &Origin, managed: &str) -> String {
     format!(
         r#"listen: ["{{listen}}"]
 metrics: {{listen: "{{metrics}}"}}
@@ -22,10 +31,7 @@ sites:
       origin: true
       refresh: 1h
       timeout: 2s
-      managed:
-        categories: {{ai-training: disallow}}
-        crawlers: {{CCBot: origin}}
-        content_signal: "search=yes, ai-train=no"
+      managed: {managed}
     action: block
 "#,
         origin.addr
@@ -131,22 +137,7 @@ fn the_composed_file_is_served_and_enforced_through_an_origin_change() {
 fn a_crawler_that_read_the_file_before_a_managed_change_keeps_its_grace() {
     let origin = Origin::start();
     origin.set_robots(200, "User-agent: *\nDisallow: /private/\n", Duration::ZERO);
-    let config = |managed: &str| {
-        format!(
-            r#"listen: ["{{listen}}"]
-metrics: {{listen: "{{metrics}}"}}
-pingora: {{threads: 1, grace_period_seconds: 1}}
-sites:
-  - name: shop
-    upstream: "{}"
-    robots:
-      origin: true
-      refresh: 1h
-      managed: {managed}
-"#,
-            origin.addr
-        )
-    };
+    let config = |managed: &str| site_managing(&origin, managed);
     let proxy = ProxyBuilder::new(&config("{crawlers: {Bytespider: disallow}}")).start();
     let robots = || get(&proxy.url("/robots.txt"), GOOGLEBOT, None).1;
     wait_for("the composed file", || {
