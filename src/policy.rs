@@ -85,7 +85,7 @@ impl Actions {
     /// What a category gets when the site says nothing about it.
     pub fn default_for(category: Category, site: Action) -> Action {
         match category {
-            Category::HttpLibrary => Action::Count,
+            Category::HttpLibrary | Category::SiteService => Action::Count,
             _ => site,
         }
     }
@@ -212,7 +212,7 @@ pub fn decide(who: Who, verdict: VerdictLabel, action: Action) -> Outcome {
 /// put pages into answers at question time, which is Content-Signal's `ai-input`, and they are
 /// search applications in aipref's sense (`search=n`). A search engine's indexer is search.
 /// Every other category (SEO, archives, previews, monitors, feeds, libraries, crawling
-/// frameworks, scanners, the unlisted and the unnamed) is for none of them: no preference refuses it, since nothing says
+/// frameworks, scanners, site services, the unlisted and the unnamed) is for none of them: no preference refuses it, since nothing says
 /// what it does with the content.
 pub fn uses_of(category: Category) -> &'static [Usage] {
     match category {
@@ -227,6 +227,7 @@ pub fn uses_of(category: Category) -> &'static [Usage] {
         | Category::HttpLibrary
         | Category::CrawlerFramework
         | Category::Scanner
+        | Category::SiteService
         | Category::Other
         | Category::Unlisted
         | Category::Unnamed => &[],
@@ -254,11 +255,13 @@ mod tests {
             &actions,
             &[
                 ("okhttp", "okhttp", Category::HttpLibrary, Count),
+                ("DCV", "Sectigo DCV", Category::SiteService, Count),
                 ("GPTBot", "GPTBot", Category::AiTraining, Tag),
             ],
         );
         actions.categories.insert(Category::AiTraining, Block);
         actions.categories.insert(Category::HttpLibrary, Block);
+        actions.categories.insert(Category::SiteService, Block);
         actions.crawlers.insert("ccbot".into(), Count);
         actions.crawlers.insert("mj12bot".into(), Count);
         check(
@@ -268,6 +271,7 @@ mod tests {
                 ("CCBot", "CCBot", Category::AiTraining, Count),
                 ("MJ", "MJ12bot", Category::Seo, Count),
                 ("curl", "curl", Category::HttpLibrary, Block),
+                ("DCV", "Sectigo DCV", Category::SiteService, Block),
                 ("", "", Category::Unnamed, Tag),
             ],
         );

@@ -153,6 +153,23 @@ fn people_and_apps_are_never_refused_crawlers_are_judged_by_their_group() {
     let ads = "AdsBot-Google (+http://www.google.com/adsbot.html)";
     assert_eq!(status(&proxy, "google.test", "/landing", ads), 200);
 
+    // What the site's own operator set up (a certificate's domain validation, a payment
+    // provider's webhook) is counted, not refused by a `Disallow: /` written for crawlers.
+    let validation = "/.well-known/pki-validation/0A1B2C.txt";
+    for service in [
+        "Sectigo DCV",
+        "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
+    ] {
+        assert_eq!(
+            status(&proxy, "google.test", validation, service),
+            200,
+            "{service}"
+        );
+    }
+    let metrics = proxy.metrics();
+    let counted = r#"crawlgate_requests_total{action="counted",bot="DCV",category="site-service",site="google",verdict="disallowed",verified="unverifiable"}"#;
+    assert_eq!(metric_value(&metrics, counted), Some(1.0), "{metrics}");
+
     // 6. MJ12bot is MJ12bot in the block message and in metrics (robots.txt reads it as MJ).
     let mj = "Mozilla/5.0 (compatible; MJ12bot/v1.4.8; http://mj12bot.com/)";
     let (code, body, _) = get(&proxy.url("/private/a"), mj, Some("google.test"));

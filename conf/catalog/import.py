@@ -14,7 +14,7 @@ Each source entry becomes a catalog entry when a product token can be read from 
 crawler-user-agents, the run of [A-Za-z_-] where the entry's own pattern matches, agreed on by
 most of its instances; for ai.robots.txt, the leading run of the name. A token is left out when
 it is not a crawler's own name: browser vocabulary (crawlgate's BROWSER_VOCABULARY, read from
-src/agent.rs), a crawler word alone, or a common word or brand that people's browsers and apps
+src/agent/mod.rs), a crawler word alone, or a common word or brand that people's browsers and apps
 carry too (STOP_WORDS below, each with its reason). conf/bots.yaml wins over every entry here
 (crawlgate merges the files at load), so this script never needs to know the curated file.
 """
@@ -56,6 +56,13 @@ STOP_WORDS = {
     "snapchat", "instagram", "pinterest", "twitter", "tumblr", "outlook", "electron",
 }
 
+# What a site's own operator sets up, whatever the list's tag says (crawler-user-agents tags
+# Stripe's and Shopify's webhooks `seo`): a webhook, callback or payment notification sender
+# by its name or its documentation, or a verification of the site by its name. These are
+# `site-service`, counted rather than judged unless a site says otherwise.
+SITE_SERVICE_NAME = re.compile(r"webhook|hook$|callback|verification|verify$", re.I)
+SITE_SERVICE_DOCS = re.compile(r"webhook|callback|/ipn\b", re.I)
+
 # crawler-user-agents tags, in the order that decides an entry with several.
 TAG_CATEGORIES = [
     ("ai-crawler", "ai-training"),
@@ -74,11 +81,11 @@ TAG_CATEGORIES = [
 
 
 def browser_vocabulary():
-    """crawlgate's BROWSER_VOCABULARY, from src/agent.rs: one list for both."""
-    text = (ROOT / "src" / "agent.rs").read_text()
+    """crawlgate's BROWSER_VOCABULARY, from src/agent/mod.rs: one list for both."""
+    text = (ROOT / "src" / "agent" / "mod.rs").read_text()
     block = re.search(r"BROWSER_VOCABULARY: &\[&str\] = &\[(.*?)\];", text, re.S)
     if not block:
-        sys.exit("import.py: BROWSER_VOCABULARY not found in src/agent.rs")
+        sys.exit("import.py: BROWSER_VOCABULARY not found in src/agent/mod.rs")
     return {word.lower() for word in re.findall(r'"([^"]+)"', block.group(1))}
 
 
@@ -171,6 +178,8 @@ def from_crawler_user_agents(entries, vocabulary):
         tags = entry.get("tags", [])
         category = next((c for tag, c in TAG_CATEGORIES if tag in tags), "other")
         url = entry.get("url")
+        if SITE_SERVICE_NAME.search(name) or SITE_SERVICE_DOCS.search(url or ""):
+            category = "site-service"
         host = urlparse(url).hostname if url else None
         operator = host.removeprefix("www.") if host else "unknown"
         out.append({

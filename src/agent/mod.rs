@@ -63,6 +63,11 @@ pub enum Category {
     CrawlerFramework,
     /// Security and internet-wide scanners.
     Scanner,
+    /// Fetches a site's own operator set up: certificate authorities' domain validation,
+    /// health checks, webhook senders, a shop's or a forum's own jobs. Counted rather than
+    /// judged unless a site says otherwise: a `Disallow: /` written for crawlers must not fail
+    /// the site's own certificate renewal.
+    SiteService,
     /// Known, but none of the above.
     Other,
     /// Not in the catalog: named only by the site's robots.txt or configuration.
@@ -73,7 +78,7 @@ pub enum Category {
 
 impl Category {
     /// Every category, in declaration order.
-    pub const ALL: [Category; 15] = [
+    pub const ALL: [Category; 16] = [
         Category::AiTraining,
         Category::AiSearch,
         Category::AiAssistant,
@@ -86,6 +91,7 @@ impl Category {
         Category::HttpLibrary,
         Category::CrawlerFramework,
         Category::Scanner,
+        Category::SiteService,
         Category::Other,
         Category::Unlisted,
         Category::Unnamed,
@@ -106,6 +112,7 @@ impl Category {
             Category::HttpLibrary => "http-library",
             Category::CrawlerFramework => "crawler-framework",
             Category::Scanner => "scanner",
+            Category::SiteService => "site-service",
             Category::Other => "other",
             Category::Unlisted => "unlisted",
             Category::Unnamed => "unnamed",

@@ -1412,11 +1412,13 @@ mod tests {
                 ("curl", "curl", Category::HttpLibrary, Action::Count),
             ],
         );
-        // The default: http-library is counted, everything else gets the site's action.
+        // The default: http-library and site-service are counted, everything else gets the
+        // site's action.
         let site = assert_actions(
             MINIMAL,
             &[
                 ("okhttp", "okhttp", Category::HttpLibrary, Action::Count),
+                ("DCV", "DCV", Category::SiteService, Action::Count),
                 ("GPTBot", "GPTBot", Category::AiTraining, Action::Block),
             ],
         );
