@@ -143,6 +143,28 @@ fn a_corrupt_kept_file_is_reported_and_ignored() {
     });
 }
 
+/// Regression: a SIGHUP that came while the site's fetch was under way was dropped (the fetch
+/// already had its answer), so the origin's new file waited for the next `refresh`, an hour
+/// here. Now the signal's fetch follows the one under way.
+#[test]
+fn a_sighup_during_a_fetch_fetches_again_after_it() {
+    let origin = Origin::start();
+    origin.set_robots(503, "down", Duration::ZERO);
+    origin.hold_robots();
+    let proxy = ProxyBuilder::new(&origin_site(&origin, "1h", None)).start();
+    wait_for("the first fetch", || origin.last("/robots.txt"));
+    // The fetch under way has its answer (503); the origin's file is fixed meanwhile.
+    origin.set_robots(200, ROBOTS, Duration::ZERO);
+    proxy.signal("HUP");
+    wait_for("the SIGHUP handled", || {
+        proxy.logs().contains("SIGHUP: reloading").then_some(())
+    });
+    origin.release_robots();
+    wait_for("the origin's file", || {
+        (status(&proxy, "/blog") == 200).then_some(())
+    });
+}
+
 /// Regression (issue 11): a `429` for robots.txt was read as "unavailable", which lifts every
 /// restriction. Google reads it as a server error: unreachable.
 #[test]

@@ -48,6 +48,9 @@ struct Watch {
     client: Option<OriginClient>,
     next_fetch: Instant,
     fetching: bool,
+    /// A SIGHUP came while a fetch was under way: that fetch's answer may predate it, so
+    /// another follows as soon as it ends.
+    fetch_again: bool,
     /// The last outcome logged, so that a repeat is not logged again.
     last_outcome: String,
     /// What the state directory holds for the site: the answer's state and SHA-256, and its
@@ -82,6 +85,7 @@ impl Watch {
             client,
             next_fetch: Instant::now(),
             fetching: false,
+            fetch_again: false,
             last_outcome: if pending {
                 String::new()
             } else {
@@ -315,7 +319,11 @@ impl Reloader {
             let Some(client) = &watch.client else {
                 continue;
             };
-            if watch.fetching || !(force || now >= watch.next_fetch) {
+            if watch.fetching {
+                watch.fetch_again |= force;
+                continue;
+            }
+            if !(force || now >= watch.next_fetch) {
                 continue;
             }
             watch.fetching = true;
@@ -493,6 +501,10 @@ impl Reloader {
                     // A fetch for a site that was replaced meanwhile is dropped.
                     if let Some(watch) = watches.get_mut(&name).filter(|w| Arc::ptr_eq(&w.site, &site)) {
                         self.apply_fetch(watch, fetched);
+                        if std::mem::take(&mut watch.fetch_again) {
+                            watch.next_fetch = Instant::now();
+                            self.start_fetches(&mut watches, &results_tx, false);
+                        }
                     }
                 }
                 _ = tick.tick() => {

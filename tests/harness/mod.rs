@@ -78,6 +78,9 @@ struct OriginState {
     robots: RobotsAnswer,
     /// Other paths with a fixed answer (status, body).
     routes: HashMap<String, (u16, String)>,
+    /// While set, `/robots.txt` requests are held after they are recorded and their answer is
+    /// chosen, until the test closes it.
+    robots_hold: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 /// A real HTTP origin on loopback: answers `/robots.txt` as told, every other path with
@@ -103,6 +106,7 @@ impl Origin {
                 delay: Duration::ZERO,
             },
             routes: HashMap::new(),
+            robots_hold: None,
         }));
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -144,6 +148,19 @@ impl Origin {
         };
     }
 
+    /// Holds the `/robots.txt` requests that arrive from now on (each answered as set when it
+    /// arrived) until [`Origin::release_robots`].
+    pub fn hold_robots(&self) {
+        self.state.lock().unwrap().robots_hold = Some(Arc::new(tokio::sync::Semaphore::new(0)));
+    }
+
+    /// Lets the held `/robots.txt` requests be answered, and stops holding new ones.
+    pub fn release_robots(&self) {
+        if let Some(hold) = self.state.lock().unwrap().robots_hold.take() {
+            hold.close();
+        }
+    }
+
     /// Answers `path` with `status` and `body` from now on.
     pub fn set_route(&self, path: &str, status: u16, body: &str) {
         self.state
@@ -182,13 +199,17 @@ async fn answer(
             )
         })
         .collect();
-    let (robots, route) = {
+    let (robots, route, hold) = {
         let mut state = state.lock().unwrap();
         state.seen.push(Seen {
             path: path.clone(),
             headers,
         });
-        (state.robots.clone(), state.routes.get(&path).cloned())
+        (
+            state.robots.clone(),
+            state.routes.get(&path).cloned(),
+            state.robots_hold.clone(),
+        )
     };
     if let Some((status, body)) = route {
         return Response::builder()
@@ -197,6 +218,10 @@ async fn answer(
             .unwrap();
     }
     if path == "/robots.txt" {
+        if let Some(hold) = hold {
+            // Closed on release: the wait ends then.
+            let _ = hold.acquire().await;
+        }
         tokio::time::sleep(robots.delay).await;
         return Response::builder()
             .status(robots.status)
