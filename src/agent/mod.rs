@@ -64,9 +64,9 @@ pub enum Category {
     /// Security and internet-wide scanners.
     Scanner,
     /// Fetches a site's own operator set up: certificate authorities' domain validation,
-    /// health checks, webhook senders, a shop's or a forum's own jobs. Counted rather than
-    /// judged unless a site says otherwise: a `Disallow: /` written for crawlers must not fail
-    /// the site's own certificate renewal.
+    /// ownership checks, webhook and callback senders, the site's own vendors. Counted rather
+    /// than judged unless a site says otherwise: a `Disallow: /` written for crawlers must not
+    /// fail the site's own certificate renewal.
     SiteService,
     /// Known, but none of the above.
     Other,
