@@ -182,6 +182,7 @@ const NAMED_SINCE_THE_RECALL_PASS: &[(&str, Option<&str>, Category)] = &[
     ("Sectigo DCV", Some("DCV"), Category::SiteService),
     ("Cloudflare Custom Hostname Verification", Some("Cloudflare Custom Hostname Verification"), Category::SiteService),
     ("PerimeterX Integration Services", Some("PerimeterX"), Category::SiteService),
+    ("nginx-ssl early hints", Some("nginx-ssl early hints"), Category::SiteService),
     ("Braze Sender f3c381e4920fede7f46d83610f0abf15fdc10433", Some("Braze Sender"), Category::SiteService),
     ("Zoom Marketplace/1.0a", Some("Zoom Marketplace"), Category::SiteService),
     ("WebPurify(callback)", Some("WebPurify"), Category::SiteService),
@@ -519,7 +520,7 @@ fn classification_rates_on_real_labelled_user_agents() {
     let rate = |name: &str| rates.iter().find(|(n, _, _)| *n == name).unwrap();
     for (name, floor) in [
         ("crawler-user-agents", 97.6),
-        ("isbot crawlers", 84.1),
+        ("isbot crawlers", 84.3),
         ("uap-core spiders", 96.0),
     ] {
         assert!(
