@@ -208,6 +208,14 @@ const NAMED_SINCE_THE_RECALL_PASS: &[(&str, Option<&str>, Category)] = &[
     ("PritTorrent/1.0", Some("PritTorrent"), Category::Feed),
     ("Mozilla/5.0 (Windows NT 6.1; WOW64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/40.0.2214.93 Safari/537.36 XaxisSemanticsClassifier/1.0", Some("XaxisSemanticsClassifier"), Category::Other),
     ("Mozilla/5.0 (Linux; Android 8.0; Pixel 2 Build/OPD3.170816.012; DuplexWeb-Google/1.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/74.0.3729.131 Mobile Safari/537.36", Some("DuplexWeb-Google"), Category::Other),
+    // A hyphen before a digit separates a name from its version, as `/` does: Nutch's own
+    // default (`http.agent.version` is `Nutch-1.x`, after the operator's name), mnoGoSearch's
+    // indexer, Wordup's crawler (imported).
+    ("your sipder name/Nutch-1.7", Some("Nutch"), Category::CrawlerFramework),
+    ("agent6/Nutch-1.1", Some("Nutch"), Category::CrawlerFramework),
+    ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/139.0.0.0 Safari/537.36/Nutch-1.21-SNAPSHOT", Some("Nutch"), Category::CrawlerFramework),
+    ("Mnogosearch-3.1.21", Some("Mnogosearch"), Category::CrawlerFramework),
+    ("Wordup-1", Some("Wordup"), Category::Seo),
 ];
 
 #[test]
@@ -257,6 +265,12 @@ fn the_recall_pass_names_these() {
         // Daum's own apps, whose names start with the crawler's.
         "Mozilla/5.0 (Linux; Android 4.4.2; IM-A900L Build/KOT49H) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/30.0.0.0 Mobile Safari/537.36 DaumApps/4.6.1",
         "DaumMobileApp (LG-KU5400; U; Android 2.3.7|10; ko-kr) DaumMail/1.0.8",
+        // A name before a version's hyphen counts only where a name would: in a phone's model
+        // (`LYF-F300B-001`, `M6 Note`), in an app's own name with a version (`DDG-Android-3.1`,
+        // a person's app that no entry names).
+        "Mozilla/5.0 (Mobile; LYF/F300B/LYF-F300B-001-01-34-070519; Android; rv:48.0) Gecko/48.0 Firefox/48.0 KAIOS/2.5",
+        "Mozilla/5.0 (Linux; Android 7.1.2; M6 Note Build/N2G47H; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/105.0.0.0 Mobile Safari/537.36",
+        "DDG-Android-3.1.0",
     ] {
         assert_eq!(crawlers.classify(person.as_bytes()), Who::Person, "{person}");
     }
@@ -511,7 +525,7 @@ fn classification_rates_on_real_labelled_user_agents() {
     );
     assert!(misread_all.len() * 100 < isbot_all.len());
     // Recall: the issue asks for 95% on crawler-user-agents and on isbot's crawlers, and for
-    // crawler-user-agents within 2 points of isbot's. This reading reaches the first (97.6%)
+    // crawler-user-agents within 2 points of isbot's. This reading reaches the first (97.7%)
     // and the last (isbot's 99.6%, less 2 points, is 97.57%), not the second (isbot's list
     // holds apps and HTTP libraries crawlgate reads as people; WhatsApp, a person's app by
     // design, is 25 of crawler-user-agents' instances too; docs/decisions/classifier-grammar.md
@@ -520,8 +534,8 @@ fn classification_rates_on_real_labelled_user_agents() {
     let rate = |name: &str| rates.iter().find(|(n, _, _)| *n == name).unwrap();
     for (name, floor) in [
         ("crawler-user-agents", 97.6),
-        ("isbot crawlers", 84.2),
-        ("uap-core spiders", 96.0),
+        ("isbot crawlers", 84.5),
+        ("uap-core spiders", 96.1),
     ] {
         assert!(
             rate(name).1 >= floor,

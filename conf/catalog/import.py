@@ -142,6 +142,8 @@ def product_at(header, match, urls):
         end += 1
     text = header[start:end].split("/")[0]  # a version follows "/"
     token = TOKEN_RUN.match(text).group()
+    if token.endswith("-") and text[len(token):][:1].isdigit():
+        token = token[:-1]  # "Wordup-1": a hyphen before a digit starts a version, as "/" does
     return name_of(token, text[len(token):])
 
 

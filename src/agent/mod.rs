@@ -622,8 +622,7 @@ impl Classifier {
                 continue;
             }
             let end = end + agent.tail().len();
-            let versioned = user_agent.get(end) == Some(&b'/');
-            if !counts_at(agent.matching, span.place, versioned) {
+            if !counts_at(agent.matching, span.place, version_follows(user_agent, end)) {
                 continue;
             }
             let slot = if agent.matching == Matching::WithSignal {
@@ -675,6 +674,16 @@ fn has_word(header: &[u8], spans: &[grammar::Span], words: &[(usize, usize)]) ->
         let at = spans.partition_point(|span| span.end < end);
         spans.get(at).is_some_and(|span| span.start <= start) && word_counts(header, start, end)
     })
+}
+
+/// Whether a version follows the name that ends at `header[end]`: `/` (`Name/1.0`), or a hyphen
+/// before a digit (`Name-1.0`).
+fn version_follows(header: &[u8], end: usize) -> bool {
+    match header.get(end) {
+        Some(b'/') => true,
+        Some(b'-') => header.get(end + 1).is_some_and(u8::is_ascii_digit),
+        _ => false,
+    }
 }
 
 /// Whether `tail` (the rest of a name after its token) follows `header[..end]`, and ends where
@@ -730,6 +739,27 @@ mod tests {
         assert_eq!(ua("Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; ChatGPT-User/1.0; +https://openai.com/bot"), Some("ChatGPT-User"));
         assert_eq!(ua("XGooglebot/1.0"), None);
         assert_eq!(ua("Googlebot_x"), None);
+    }
+
+    #[test]
+    fn a_hyphen_before_a_digit_starts_a_version() {
+        let c = Classifier::new([
+            known("Nutch", Category::CrawlerFramework),
+            KnownAgent {
+                matching: Matching::Product,
+                ..known("Wordup", Category::Seo)
+            },
+        ])
+        .unwrap();
+        let ua = |s: &str| token(&c, s);
+        assert_eq!(ua("Nutch-1.7"), Some("Nutch"));
+        assert_eq!(ua("your crawler name/Nutch-1.7"), Some("Nutch"));
+        // A hyphen before a letter, or at the end, is the run's own.
+        assert_eq!(ua("Nutch-x/1.0"), None);
+        assert_eq!(ua("Nutch-"), None);
+        // An imported name between products needs a version, which the hyphen gives.
+        assert_eq!(ua("ShopApp/5.1 Wordup-1 okhttp/4.12.0"), Some("Wordup"));
+        assert_eq!(ua("ShopApp/5.1 Wordup okhttp/4.12.0"), None);
     }
 
     #[test]
@@ -1067,8 +1097,20 @@ mod tests {
             }
         }
         let (mut best, mut best_signal, mut own_app) = (None::<usize>, None::<usize>, false);
+        let mut runs = Vec::new();
         let mut start = 0;
         for run in ua.split(|&b| !is_token_byte(b)) {
+            runs.push((start, run));
+            // A hyphen before a digit separates the name from its version.
+            if run.len() > 1
+                && run.ends_with(b"-")
+                && ua.get(start + run.len()).is_some_and(u8::is_ascii_digit)
+            {
+                runs.push((start, &run[..run.len() - 1]));
+            }
+            start += run.len() + 1;
+        }
+        for (start, run) in runs {
             let run_end = start + run.len();
             let found = c
                 .agents()
@@ -1081,7 +1123,9 @@ mod tests {
                     tail_follows(ua, run_end, agent.tail()),
                     span_of(start, run_end),
                 ) {
-                    let versioned = ua.get(end) == Some(&b'/');
+                    let versioned = ua.get(end) == Some(&b'/')
+                        || (ua.get(end) == Some(&b'-')
+                            && ua.get(end + 1).is_some_and(u8::is_ascii_digit));
                     if agent.matching == Matching::PersonsApp {
                         own_app |= span.place.is_product();
                     } else if counts_at(agent.matching, span.place, versioned) {
@@ -1096,7 +1140,6 @@ mod tests {
                     }
                 }
             }
-            start = run_end + 1;
         }
         let mut signals = reading.signals;
         if own_app {

@@ -314,7 +314,7 @@ impl Runs {
                     look == Look::default()
                         || (look == Look(Look::KHTML) && super::plain_engine_comment(header, start))
                 }
-                None => self.unknown_run_is_plain(&header[start..i]),
+                None => self.unknown_run_is_plain(header, start, i),
             };
             if !plain {
                 return Some(start);
@@ -322,15 +322,32 @@ impl Runs {
         }
     }
 
-    /// Whether a run the table does not know leaves a header plain: it holds no crawler word,
-    /// and it does not start `khtml` (an engine comment with a name in it).
-    fn unknown_run_is_plain(&self, run: &[u8]) -> bool {
+    /// Whether the run `header[start..end]`, which ends with a hyphen, leaves a header plain
+    /// when that hyphen starts a version ([`before_version_hyphen`]): the name before it holds
+    /// the run's words, so only its token can make the header other than plain. Out of the
+    /// plain pass's loop: few runs end with a hyphen.
+    #[cold]
+    #[inline(never)]
+    fn name_before_hyphen_is_plain(&self, header: &[u8], start: usize, end: usize) -> bool {
+        before_version_hyphen(header, start, end).is_none_or(|name_end| {
+            self.find(header, start, name_end)
+                .is_none_or(|meta| meta.look.0 & Look::RECORD == 0)
+        })
+    }
+
+    /// Whether the run `header[start..end]`, which the table does not know, leaves a header
+    /// plain: it holds no crawler word, it does not start `khtml` (an engine comment with a
+    /// name in it), and it is no known name before a version's hyphen. (A run the table knows
+    /// never ends with a hyphen unless it is a site's token, which is not plain anyway.)
+    fn unknown_run_is_plain(&self, header: &[u8], start: usize, end: usize) -> bool {
+        let run = &header[start..end];
         let mut word = false;
         words_in(&self.starts, run, |_, _| word = true);
         !word
             && !run
                 .get(..5)
                 .is_some_and(|head| head.eq_ignore_ascii_case(b"khtml"))
+            && (run.last() != Some(&b'-') || self.name_before_hyphen_is_plain(header, start, end))
     }
 
     /// One pass over `header` from `from` (0, or where [`Runs::plain_until`] stopped): adds its
@@ -350,16 +367,15 @@ impl Runs {
             }
             match self.find(header, start, i) {
                 Some(&Meta { look, at, .. }) => {
-                    if look.0 & Look::RECORD == 0 {
-                        continue;
-                    }
-                    if let Some((_, known)) = self.entries.get(at as usize) {
-                        for &(offset, len) in &known.words {
-                            let from = start + usize::from(offset);
-                            scan.words.push((from, from + usize::from(len)));
-                        }
-                        if let Some((index, _)) = known.token {
-                            scan.tokens.push((index, start, i));
+                    if look.0 & Look::RECORD != 0 {
+                        if let Some((_, known)) = self.entries.get(at as usize) {
+                            for &(offset, len) in &known.words {
+                                let from = start + usize::from(offset);
+                                scan.words.push((from, from + usize::from(len)));
+                            }
+                            if let Some((index, _)) = known.token {
+                                scan.tokens.push((index, start, i));
+                            }
                         }
                     }
                 }
@@ -367,8 +383,28 @@ impl Runs {
                     scan.words.push((start + s, start + e))
                 }),
             }
+            if let Some(end) = before_version_hyphen(header, start, i) {
+                let token = self
+                    .find(header, start, end)
+                    .and_then(|meta| self.entries.get(meta.at as usize))
+                    .and_then(|(_, known)| known.token);
+                if let Some((index, _)) = token {
+                    scan.tokens.push((index, start, end));
+                }
+            }
         }
     }
+}
+
+/// Where the run `header[start..end]` ends without its last byte, when that byte is a hyphen
+/// before a digit: the hyphen separates a name from its version (`Nutch-1.7`,
+/// `Mnogosearch-3.1.21`), as `/` does, though RFC 9309 counts it in the run.
+#[inline(always)]
+pub(super) fn before_version_hyphen(header: &[u8], start: usize, end: usize) -> Option<usize> {
+    (end > start + 1
+        && header.get(end - 1) == Some(&b'-')
+        && header.get(end).is_some_and(u8::is_ascii_digit))
+    .then(|| end - 1)
 }
 
 /// `[A-Za-z_-]`.
