@@ -85,7 +85,7 @@ impl Actions {
     /// What a category gets when the site says nothing about it.
     pub fn default_for(category: Category, site: Action) -> Action {
         match category {
-            Category::HttpLibrary | Category::SiteService => Action::Count,
+            Category::HttpLibrary | Category::SiteService | Category::Proxy => Action::Count,
             _ => site,
         }
     }
@@ -212,7 +212,7 @@ pub fn decide(who: Who, verdict: VerdictLabel, action: Action) -> Outcome {
 /// put pages into answers at question time, which is Content-Signal's `ai-input`, and they are
 /// search applications in aipref's sense (`search=n`). A search engine's indexer is search.
 /// Every other category (SEO, archives, previews, monitors, feeds, libraries, crawling
-/// frameworks, scanners, site services, the unlisted and the unnamed) is for none of them: no
+/// frameworks, scanners, site services, proxies, the unlisted and the unnamed) is for none of them: no
 /// preference refuses it, since nothing says what it does with the content.
 pub fn uses_of(category: Category) -> &'static [Usage] {
     match category {
@@ -228,6 +228,7 @@ pub fn uses_of(category: Category) -> &'static [Usage] {
         | Category::CrawlerFramework
         | Category::Scanner
         | Category::SiteService
+        | Category::Proxy
         | Category::Other
         | Category::Unlisted
         | Category::Unnamed => &[],
@@ -256,12 +257,19 @@ mod tests {
             &[
                 ("okhttp", "okhttp", Category::HttpLibrary, Count),
                 ("DCV", "Sectigo DCV", Category::SiteService, Count),
+                (
+                    "GoogleImageProxy",
+                    "GoogleImageProxy",
+                    Category::Proxy,
+                    Count,
+                ),
                 ("GPTBot", "GPTBot", Category::AiTraining, Tag),
             ],
         );
         actions.categories.insert(Category::AiTraining, Block);
         actions.categories.insert(Category::HttpLibrary, Block);
         actions.categories.insert(Category::SiteService, Block);
+        actions.categories.insert(Category::Proxy, Block);
         actions.crawlers.insert("ccbot".into(), Count);
         actions.crawlers.insert("mj12bot".into(), Count);
         check(
@@ -272,6 +280,12 @@ mod tests {
                 ("MJ", "MJ12bot", Category::Seo, Count),
                 ("curl", "curl", Category::HttpLibrary, Block),
                 ("DCV", "Sectigo DCV", Category::SiteService, Block),
+                (
+                    "GoogleImageProxy",
+                    "GoogleImageProxy",
+                    Category::Proxy,
+                    Block,
+                ),
                 ("", "", Category::Unnamed, Tag),
             ],
         );

@@ -166,9 +166,23 @@ fn people_and_apps_are_never_refused_crawlers_are_judged_by_their_group() {
             "{service}"
         );
     }
+    // A proxy fetching for a person as they look (Gmail showing a newsletter's tracking pixel,
+    // a CloudFront distribution that does not forward its viewer's header) is counted too.
+    for proxied in [
+        "Mozilla/5.0 (Windows NT 5.1; rv:11.0) Gecko Firefox/11.0 (via ggpht.com GoogleImageProxy)",
+        "Amazon CloudFront",
+    ] {
+        assert_eq!(
+            status(&proxy, "google.test", "/open.gif?id=42", proxied),
+            200,
+            "{proxied}"
+        );
+    }
     let metrics = proxy.metrics();
     let counted = r#"crawlgate_requests_total{action="counted",bot="DCV",category="site-service",site="google",verdict="disallowed",verified="unverifiable"}"#;
     assert_eq!(metric_value(&metrics, counted), Some(1.0), "{metrics}");
+    let proxied = r#"crawlgate_requests_total{action="counted",bot="GoogleImageProxy",category="proxy",site="google",verdict="disallowed",verified="unverifiable"}"#;
+    assert_eq!(metric_value(&metrics, proxied), Some(1.0), "{metrics}");
 
     // 6. MJ12bot is MJ12bot in the block message and in metrics (robots.txt reads it as MJ).
     let mj = "Mozilla/5.0 (compatible; MJ12bot/v1.4.8; http://mj12bot.com/)";

@@ -68,6 +68,10 @@ pub enum Category {
     /// than judged unless a site says otherwise: a `Disallow: /` written for crawlers must not
     /// fail the site's own certificate renewal.
     SiteService,
+    /// Proxies and CDNs fetching for a person as they look: mail image proxies, a CDN's
+    /// requests to its origin, page transcoders. Counted rather than judged unless a site says
+    /// otherwise: the person behind is not known, and refusing the fetch refuses them.
+    Proxy,
     /// Known, but none of the above.
     Other,
     /// Not in the catalog: named only by the site's robots.txt or configuration.
@@ -78,7 +82,7 @@ pub enum Category {
 
 impl Category {
     /// Every category, in declaration order.
-    pub const ALL: [Category; 16] = [
+    pub const ALL: [Category; 17] = [
         Category::AiTraining,
         Category::AiSearch,
         Category::AiAssistant,
@@ -92,6 +96,7 @@ impl Category {
         Category::CrawlerFramework,
         Category::Scanner,
         Category::SiteService,
+        Category::Proxy,
         Category::Other,
         Category::Unlisted,
         Category::Unnamed,
@@ -113,6 +118,7 @@ impl Category {
             Category::CrawlerFramework => "crawler-framework",
             Category::Scanner => "scanner",
             Category::SiteService => "site-service",
+            Category::Proxy => "proxy",
             Category::Other => "other",
             Category::Unlisted => "unlisted",
             Category::Unnamed => "unnamed",

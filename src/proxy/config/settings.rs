@@ -105,7 +105,8 @@ pub struct SiteSettings {
     pub action: Action,
     /// Whether refusals are made, or only recorded (`mode: observe`).
     pub enforcement: Enforcement,
-    /// Per-category actions (`http-library` and `site-service` are `count` unless given here).
+    /// Per-category actions (`http-library`, `site-service` and `proxy` are `count` unless
+    /// given here).
     pub category_actions: BTreeMap<Category, Action>,
     /// Per-crawler overrides, by lower-cased token or catalog name.
     pub bot_actions: HashMap<String, Action>,

@@ -1412,13 +1412,19 @@ mod tests {
                 ("curl", "curl", Category::HttpLibrary, Action::Count),
             ],
         );
-        // The default: http-library and site-service are counted, everything else gets the
-        // site's action.
+        // The default: http-library, site-service and proxy are counted, everything else gets
+        // the site's action.
         let site = assert_actions(
             MINIMAL,
             &[
                 ("okhttp", "okhttp", Category::HttpLibrary, Action::Count),
                 ("DCV", "DCV", Category::SiteService, Action::Count),
+                (
+                    "Amazon",
+                    "Amazon CloudFront",
+                    Category::Proxy,
+                    Action::Count,
+                ),
                 ("GPTBot", "GPTBot", Category::AiTraining, Action::Block),
             ],
         );
