@@ -480,10 +480,12 @@ pub fn read_with(
     } else {
         reading.grace = grace(crawler, observed, law);
     }
-    let delay = law
-        .robots
-        .crawl_delay_selected(selected)
-        .filter(|d| !d.is_zero() && rules.crawl_delay != CrawlDelayMode::Off && !spoofed);
+    let delay = law.robots.crawl_delay_selected(selected).filter(|d| {
+        !d.is_zero()
+            && rules.crawl_delay != CrawlDelayMode::Off
+            && !spoofed
+            && policy::paced(crawler.category, crawler.action)
+    });
     reading.delay = delay;
     let action = law
         .crawlers

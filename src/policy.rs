@@ -204,6 +204,16 @@ pub fn decide(who: Who, verdict: VerdictLabel, action: Action) -> Outcome {
     }
 }
 
+/// Whether robots.txt's `Crawl-delay` paces a crawler of `category` whose action is `action`.
+/// It asks crawlers to pace themselves; the fetches a site set up for itself (`site-service`)
+/// and proxies fetching for a person as they look (`proxy`) are no crawlers while they are
+/// counted, their default: pacing a payment provider's webhooks, or every visitor of a CDN that
+/// writes its own name, refuses what counting them was for. A site that judges their category
+/// (`proxy: block`) paces them as any crawler.
+pub fn paced(category: Category, action: Action) -> bool {
+    !(matches!(category, Category::SiteService | Category::Proxy) && action == Action::Count)
+}
+
 /// The uses of content a crawler of `category` is for: the one place where crawler categories
 /// meet content-use preferences (docs/manual.md's "Content-use preferences" has the same table). A
 /// crawler goes against a site's preference when the site refuses any of them.
@@ -289,6 +299,18 @@ mod tests {
                 ("", "", Category::Unnamed, Tag),
             ],
         );
+    }
+
+    #[test]
+    fn crawl_delay_paces_crawlers_not_counted_proxies_or_site_services() {
+        assert!(paced(Category::AiTraining, Block));
+        assert!(paced(Category::HttpLibrary, Count));
+        assert!(paced(Category::Seo, Count));
+        assert!(!paced(Category::Proxy, Count));
+        assert!(!paced(Category::SiteService, Count));
+        // A site that judges them paces them too.
+        assert!(paced(Category::Proxy, Block));
+        assert!(paced(Category::SiteService, Tag));
     }
 
     #[test]

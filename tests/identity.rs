@@ -289,6 +289,44 @@ fn crawl_delay_is_enforced_with_retry_after_and_recovers() {
 }
 
 #[test]
+fn crawl_delay_never_paces_a_proxy_for_a_person_or_the_sites_own_services() {
+    let origin = Origin::start();
+    let config = tagging_site(
+        &origin,
+        "trusted_proxies: [127.0.0.1/32]\n",
+        "User-agent: *\\nCrawl-delay: 60\\n",
+    )
+    .replace(
+        "    action: tag\n",
+        "    action: block\n    crawl_delay: enforce\n",
+    );
+    let proxy = ProxyBuilder::new(&config).start();
+    // Gmail opening a newsletter's images, every visitor of a CloudFront distribution that does
+    // not forward User-Agent, and a payment provider's webhooks: one address each, one after
+    // the other, well within the delay.
+    for ua in [
+        "Mozilla/5.0 (Windows NT 5.1; rv:11.0) Gecko Firefox/11.0 (via ggpht.com GoogleImageProxy)",
+        "Amazon CloudFront",
+        "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
+    ] {
+        for path in ["/a.png", "/b.png", "/c.png"] {
+            let (status, _, _) = request(&proxy, &origin, path, ua, Some("198.51.100.7"));
+            assert_eq!(status, 200, "{ua} {path}");
+        }
+    }
+    // A crawler from the same address is still paced.
+    let bot = "FooBot/1.0 (+https://foo.example/bot)";
+    assert_eq!(
+        request(&proxy, &origin, "/one", bot, Some("198.51.100.7")).0,
+        200
+    );
+    assert_eq!(
+        request(&proxy, &origin, "/two", bot, Some("198.51.100.7")).0,
+        429
+    );
+}
+
+#[test]
 fn crawl_delay_in_tag_mode_tells_the_origin() {
     let origin = Origin::start();
     let config = tagging_site(&origin, "", "User-agent: *\\nCrawl-delay: 30\\n").replace(

@@ -598,6 +598,11 @@ fn write_text(
                 ": within it"
             }
         )?,
+        None if !crate::policy::paced(row.category, decision.judgement.action) => writeln!(
+            out,
+            "crawl-delay:   not paced: a counted {} client is no crawler",
+            row.category
+        )?,
         None => writeln!(out, "crawl-delay:   none applies")?,
     }
     if let Some(payment) = decision.judgement.payment {
