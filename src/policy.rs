@@ -205,13 +205,15 @@ pub fn decide(who: Who, verdict: VerdictLabel, action: Action) -> Outcome {
 }
 
 /// Whether robots.txt's `Crawl-delay` paces a crawler of `category` whose action is `action`.
-/// It asks crawlers to pace themselves; the fetches a site set up for itself (`site-service`)
-/// and proxies fetching for a person as they look (`proxy`) are no crawlers while they are
-/// counted, their default: pacing a payment provider's webhooks, or every visitor of a CDN that
-/// writes its own name, refuses what counting them was for. A site that judges their category
-/// (`proxy: block`) paces them as any crawler.
+/// A category counted by default ([`Actions::default_for`]: the clients apps are built on, the
+/// fetches a site set up for itself, proxies fetching for a person) is counted rather than
+/// judged while it is counted, and pacing is judging: a `429` refuses the app, the payment
+/// provider's webhook or every visitor of a CDN that writes its own name, which is what
+/// counting them was for. A site that judges their category (`http-library: block`) paces them
+/// as any crawler; a crawler counted by the site's choice (`bots: {CCBot: count}`) is paced.
 pub fn paced(category: Category, action: Action) -> bool {
-    !(matches!(category, Category::SiteService | Category::Proxy) && action == Action::Count)
+    let counted_by_default = Actions::default_for(category, Action::Block) == Action::Count;
+    !(counted_by_default && action == Action::Count)
 }
 
 /// The uses of content a crawler of `category` is for: the one place where crawler categories
@@ -302,15 +304,16 @@ mod tests {
     }
 
     #[test]
-    fn crawl_delay_paces_crawlers_not_counted_proxies_or_site_services() {
+    fn crawl_delay_paces_crawlers_not_the_categories_counted_by_default() {
         assert!(paced(Category::AiTraining, Block));
-        assert!(paced(Category::HttpLibrary, Count));
         assert!(paced(Category::Seo, Count));
+        assert!(!paced(Category::HttpLibrary, Count));
         assert!(!paced(Category::Proxy, Count));
         assert!(!paced(Category::SiteService, Count));
         // A site that judges them paces them too.
         assert!(paced(Category::Proxy, Block));
         assert!(paced(Category::SiteService, Tag));
+        assert!(paced(Category::HttpLibrary, Block));
     }
 
     #[test]

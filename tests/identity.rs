@@ -289,7 +289,7 @@ fn crawl_delay_is_enforced_with_retry_after_and_recovers() {
 }
 
 #[test]
-fn crawl_delay_never_paces_a_proxy_for_a_person_or_the_sites_own_services() {
+fn crawl_delay_never_paces_apps_proxies_for_a_person_or_the_sites_own_services() {
     let origin = Origin::start();
     let config = tagging_site(
         &origin,
@@ -302,12 +302,15 @@ fn crawl_delay_never_paces_a_proxy_for_a_person_or_the_sites_own_services() {
     );
     let proxy = ProxyBuilder::new(&config).start();
     // Gmail opening a newsletter's images, every visitor of a CloudFront distribution that does
-    // not forward User-Agent, and a payment provider's webhooks: one address each, one after
-    // the other, well within the delay.
+    // not forward User-Agent, a payment provider's webhooks, and apps on an HTTP client's
+    // default header (Android's OkHttp, Flutter's Dart): one address each, one after the
+    // other, well within the delay.
     for ua in [
         "Mozilla/5.0 (Windows NT 5.1; rv:11.0) Gecko Firefox/11.0 (via ggpht.com GoogleImageProxy)",
         "Amazon CloudFront",
         "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
+        "okhttp/4.12.0",
+        "Dart/3.2 (dart:io)",
     ] {
         for path in ["/a.png", "/b.png", "/c.png"] {
             let (status, _, _) = request(&proxy, &origin, path, ua, Some("198.51.100.7"));

@@ -600,7 +600,7 @@ fn write_text(
         )?,
         None if !crate::policy::paced(row.category, decision.judgement.action) => writeln!(
             out,
-            "crawl-delay:   not paced: a counted {} client is no crawler",
+            "crawl-delay:   not paced: {} is counted, not judged",
             row.category
         )?,
         None => writeln!(out, "crawl-delay:   none applies")?,
