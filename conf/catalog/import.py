@@ -63,6 +63,11 @@ STOP_WORDS = {
 SITE_SERVICE_NAME = re.compile(r"webhook|hook$|callback|verification|verify$", re.I)
 SITE_SERVICE_DOCS = re.compile(r"webhook|callback|/ipn\b", re.I)
 
+# A mail or image proxy fetches for the person who opens a message or a page, whatever the
+# list's tag says (crawler-user-agents tags Gmail's `social-preview`): `proxy`, counted rather
+# than judged unless a site says otherwise.
+PROXY_NAME = re.compile(r"(?:image|img|mail)-?proxy", re.I)
+
 # crawler-user-agents tags, in the order that decides an entry with several.
 TAG_CATEGORIES = [
     ("ai-crawler", "ai-training"),
@@ -182,6 +187,8 @@ def from_crawler_user_agents(entries, vocabulary):
         url = entry.get("url")
         if SITE_SERVICE_NAME.search(name) or SITE_SERVICE_DOCS.search(url or ""):
             category = "site-service"
+        elif PROXY_NAME.search(name):
+            category = "proxy"
         host = urlparse(url).hostname if url else None
         operator = host.removeprefix("www.") if host else "unknown"
         out.append({
