@@ -223,6 +223,8 @@ const NAMED_SINCE_THE_RECALL_PASS: &[(&str, Option<&str>, Category)] = &[
     ("Dalvik/2.1.0 (Linux; U; Android 5.1.1_r1; Samsung Galaxy S4 Build/SGH-I337M)(googleweblight)", Some("googleweblight"), Category::Proxy),
     ("Amazon CloudFront", Some("Amazon CloudFront"), Category::Proxy),
     ("HWCDN/GFS v1.80.995-4.38.2369.el7 CDS/AT2", Some("HWCDN"), Category::Proxy),
+    ("Slack-ImgProxy 0.59 (+https://api.slack.com/robots)", Some("Slack-ImgProxy"), Category::Proxy),
+    ("Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)", Some("Slackbot-LinkExpanding"), Category::Social),
     ("Mozilla/5.0 SeznamEmailProxy/2.0.174", Some("SeznamEmailProxy"), Category::Proxy),
 ];
 
