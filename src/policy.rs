@@ -224,8 +224,8 @@ pub fn paced(category: Category, action: Action) -> bool {
 /// put pages into answers at question time, which is Content-Signal's `ai-input`, and they are
 /// search applications in aipref's sense (`search=n`). A search engine's indexer is search.
 /// Every other category (SEO, archives, previews, monitors, feeds, libraries, crawling
-/// frameworks, scanners, site services, proxies, the unlisted and the unnamed) is for none of them: no
-/// preference refuses it, since nothing says what it does with the content.
+/// frameworks, scanners, site services, proxies, the unlisted and the unnamed) is for none of
+/// them: no preference refuses it, since nothing says what it does with the content.
 pub fn uses_of(category: Category) -> &'static [Usage] {
     match category {
         Category::AiTraining => &[Usage::TrainAi],
