@@ -358,7 +358,12 @@ impl Crawlers {
         }
         if from_catalog.persons_app {
             // A person's app the catalog knows owns its URLs for the site's tokens too.
-            for signal in [Signal::Url, Signal::Email, Signal::Domain] {
+            for signal in [
+                Signal::Url,
+                Signal::Email,
+                Signal::Domain,
+                Signal::Compatible,
+            ] {
                 reading.signals.remove(signal);
             }
         }

@@ -14,7 +14,9 @@
 mod common;
 
 use common::isbot::IsBot;
-use common::people::{self, crawler_instances, isbot_crawlers, not_a_person, uap_core};
+use common::people::{
+    self, apps_labelled, crawler_instances, isbot_crawlers, not_a_person, uap_core,
+};
 use crawlgate::agent::{is_token_byte, Category, Matching, Who};
 use crawlgate::catalog::{Catalog, EMBEDDED_CATALOG};
 use crawlgate::crawlers::{CatalogIndex, Crawler, Crawlers};
@@ -289,6 +291,75 @@ fn the_recall_pass_names_these() {
     }
 }
 
+/// People's apps whose headers read like crawlers' until the second look the labelled app
+/// corpora (Matomo's device-detector fixtures, OPAWG's podcast list) and real clients gave:
+/// each is a person, or counted as the HTTP client it is.
+const APPS: &[(&str, Option<Category>)] = &[
+    // Apple's URL-loading stack: every app on an iPhone, iPad or Mac.
+    ("Tweetbot/53300 CFNetwork/1335.0.3 Darwin/21.6.0", None),
+    ("feedly/81.0.1 CFNetwork/1206 Darwin/20.1.0", None),
+    ("IFTTT/550 CFNetwork/758.5.3 Darwin/15.6.0", None),
+    ("capsule.fm/1 CFNetwork/976 Darwin/18.2.0", None),
+    // Android's media player.
+    ("radio.de/5.10.5.3 (Linux; 13) ExoPlayerLib/2.18.2", None),
+    // An app that names the phone or the computer it runs on, and its own page.
+    ("Turtlecast/0.7.7; (Android 13); +https://www.turtlecast.app", None),
+    ("Podcast Overhaul/4.1.1 iOS/16.1.1 +https://www.podcastoverhaul.com/", None),
+    ("ThePodcastApp/6.28.1 (iPhone; iOS 16.0.2; ) player (build 6391; +https://podcast.app/)", None),
+    ("Podbean/Android App 8.3.2 (http://podbean.com)", None),
+    ("iPhone (compatible; Smartphone2.0) NRC Digitale Editie, nl.nrc.nrcapp 10.0.7 (197) / iOS 16.6", None),
+    ("Doughnut/2.0.1.1666453501 ( https://doughnutapp.com/; Podcast Client; macOS Version 10.15.7 (Build 19H2026))", None),
+    ("FeedDemon/4.5 (http://www.feeddemon.com/; Microsoft Windows XP)", None),
+    ("RssBandit/1.9.0.1002 (.NET CLR 2.0.50727.7512; WinNT 6.2.9200.0; http://www.rssbandit.org)", None),
+    // The catalog's people's apps, in the crawler's form they chose.
+    ("Bullhorn/1.0 (+http://bullhorn.fm/)", None),
+    ("Mozilla/5.0 (compatible; Metacast/1.0 +metacast.app)", None),
+    ("audiobookshelf (+https://audiobookshelf.org)", None),
+    ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36 Battle.net/2.30.0", None),
+    ("qBittorrent/4.3.9 ProgramUpdater (www.qbittorrent.org)", None),
+    ("Mozilla/4.0 (compatible; MSIE 7.0; Windows NT 5.1; i-NavFourF; TuneUp HTML Client Embedded Web Browser from: http://bsalsa.com/; .NET CLR 1.1.4322)", None),
+    ("NewsBlur iPhone App v3.6", None),
+    // Television and console browsers.
+    ("HbbTV/1.1.1 (;;;;) Mozilla/5.0 (compatible; ANTGalio/3.0.2.1.22.43.08; Linux2.6.18-7.1/7405d0-smp)", None),
+    ("Mozilla/4.0 (compatible; Gecko/20041115) Maple 5.0.0 Navi", None),
+    ("Mozilla/5.0 (PlayStation 4 PRO) AppleWebKit/531.3 (KHTML, like Gecko, HEVC, HDR, UHD) SCEE/1.0 Nuanti/2.0", None),
+    // Platforms' HTTP clients, which games and hosted apps call: counted, never refused.
+    ("Valve/Steam HTTP Client 1.0 (4000)", Some(Category::HttpLibrary)),
+    ("Valve/Steam HTTP Client 1.0 (730)", Some(Category::HttpLibrary)),
+    ("AppEngine-Google; (+http://code.google.com/appengine; appid: s~snapchat-proxy)", Some(Category::HttpLibrary)),
+];
+
+#[test]
+fn apps_that_read_like_crawlers_are_people() {
+    let crawlers = table(Catalog::embedded().unwrap());
+    for (header, counted) in APPS {
+        let who = crawlers.classify(header.as_bytes());
+        match counted {
+            None => assert_eq!(who, Who::Person, "{header}"),
+            Some(category) => {
+                let crawler = crawlers.row(who).unwrap_or_else(|| panic!("{header}"));
+                assert_eq!(crawler.category, *category, "{header}");
+                assert_eq!(crawler.action, Action::Count, "{header}");
+            }
+        }
+    }
+    // What the same names still judge: Steam chat's link previews, NewsBlur's fetchers.
+    for (header, name) in [
+        (
+            "Valve/Steam HTTP Client 1.0 (SteamChatURLLookup)",
+            "SteamChatURLLookup",
+        ),
+        (
+            "NewsBlur Feed Fetcher - 12 subscribers - http://www.newsblur.com/site/1/example",
+            "NewsBlur",
+        ),
+    ] {
+        let crawler = row(&crawlers, header).unwrap_or_else(|| panic!("{header}"));
+        assert_eq!(&*crawler.name, name, "{header}");
+        assert_eq!(crawler.action, Action::Block, "{header}");
+    }
+}
+
 #[test]
 fn crawling_frameworks_are_judged_with_the_sites_action() {
     let crawlers = table(Catalog::embedded().unwrap());
@@ -460,10 +531,15 @@ fn classification_rates_on_real_labelled_user_agents() {
         .filter(|p| p.label == "person" && not_a_person(&p.user_agent).is_some())
         .map(|p| p.user_agent.clone())
         .collect();
-    let crawler_corpora: [(&str, Vec<String>); 3] = [
+    let crawler_corpora: [(&str, Vec<String>); 5] = [
         ("crawler-user-agents", crawler_instances()),
         ("isbot crawlers", isbot_crawlers()),
         ("uap-core spiders", spiders),
+        (
+            "device-detector bots",
+            apps_labelled("device-detector.tsv.gz", "crawler"),
+        ),
+        ("OPAWG bots", apps_labelled("opawg.tsv", "crawler")),
     ];
     println!(
         "\n  {:<22} {:>8} {:>20} {:>14} {:>16}",
@@ -542,13 +618,17 @@ fn classification_rates_on_real_labelled_user_agents() {
     // and the last (isbot's 99.6%, less 2 points, is 97.57%), not the second (isbot's list
     // holds apps and HTTP libraries crawlgate reads as people; WhatsApp, a person's app by
     // design, is 25 of crawler-user-agents' instances too; docs/decisions/classifier-grammar.md
-    // has the rest): the floors held are what it reaches, so that a change can only keep or
-    // raise them.
+    // has the rest; six of isbot's crawlers are feed and podcast apps that Matomo's fixtures
+    // label people, decision 19): the floors held are what it reaches, so that a change can
+    // only keep or raise them. device-detector's and OPAWG's bots have no target: they are
+    // printed beside isbot's rate on them, and held where they are.
     let rate = |name: &str| rates.iter().find(|(n, _, _)| *n == name).unwrap();
     for (name, floor) in [
         ("crawler-user-agents", 97.7),
-        ("isbot crawlers", 85.3),
+        ("isbot crawlers", 84.4),
         ("uap-core spiders", 96.1),
+        ("device-detector bots", 87.2),
+        ("OPAWG bots", 56.7),
     ] {
         assert!(
             rate(name).1 >= floor,

@@ -104,6 +104,12 @@ pub struct Shape {
     pub app_shell: bool,
     /// It has a platform comment.
     pub platform: bool,
+    /// It carries a product that only apps on a person's phone or computer write: Apple's
+    /// URL-loading `CFNetwork/…`, which every app on an iPhone, iPad or Mac writes after its
+    /// own name (`Reeder/3.2 CFNetwork/672.1.12 Darwin/14.0.0`), or Android's media player
+    /// `ExoPlayerLib/…` (`radio.de/5.10.5.3 (Linux; 13) ExoPlayerLib/2.18.2`): an app on a
+    /// person's device, whatever its name says.
+    pub device_app: bool,
 }
 
 /// The signals a header's form gives, as a set.
@@ -304,8 +310,9 @@ fn is_platform_entry(text: &[u8]) -> bool {
     if is_platform_word(word) {
         return true;
     }
-    if let Some(dash) = word.iter().position(|&b| b == b'-') {
-        if is_platform_word(&word[..dash]) {
+    // `Win-x64`, and `Linux2.6.18-7.1/7405d0-smp` (a TV's kernel, written on to its name).
+    if let Some(end) = word.iter().position(|&b| b == b'-' || b.is_ascii_digit()) {
+        if is_platform_word(&word[..end]) {
             return true;
         }
     }
@@ -548,6 +555,16 @@ fn names_a_phone(h: &[u8]) -> bool {
     })
 }
 
+/// Whether the header names a desktop system: a whole run `windows`, `winnt`, `macos` or
+/// `macintosh`.
+fn names_a_desktop(h: &[u8]) -> bool {
+    h.split(|&b| !is_token_byte(b)).any(|run| {
+        [&b"windows"[..], b"winnt", b"macos", b"macintosh"]
+            .iter()
+            .any(|word| run.eq_ignore_ascii_case(word))
+    })
+}
+
 /// What a comment is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Role {
@@ -630,6 +647,8 @@ pub fn read(h: &[u8]) -> Reading {
             if eq_ignore_case(name, b"build") {
                 continue;
             }
+            reading.shape.device_app |=
+                eq_ignore_case(name, b"cfnetwork") || eq_ignore_case(name, b"exoplayerlib");
             let place = match (index, browser) {
                 (0, _) => Place::FirstProduct,
                 (i, _) if i == last => Place::LastProduct,
@@ -701,11 +720,21 @@ pub fn read(h: &[u8]) -> Reading {
     if domain {
         reading.signals.add(Signal::Domain);
     }
-    if reading.signals.has(Signal::Email) || reading.signals.has(Signal::Domain) {
+    // An app that names the phone it runs on writes its own page and address beside it
+    // (`Turtlecast/0.7.7; (Android 13); +https://www.turtlecast.app`): no crawler signal.
+    let app_signal =
+        !mozilla && (reading.signals.has(Signal::Url) || reading.signals.has(Signal::Compatible));
+    if reading.signals.has(Signal::Email) || reading.signals.has(Signal::Domain) || app_signal {
         reading.phone = names_a_phone(h);
         if reading.phone {
             reading.signals.remove(Signal::Email);
             reading.signals.remove(Signal::Domain);
+            if !mozilla {
+                reading.signals.remove(Signal::Url);
+                reading.signals.remove(Signal::Compatible);
+            }
+        } else if !mozilla && names_a_desktop(h) {
+            reading.signals.remove(Signal::Url);
         }
     }
     if site_before_engine {
@@ -842,6 +871,7 @@ fn comment(
         if gap > 0
             && name.first().is_some_and(u8::is_ascii_alphabetic)
             && !starts_with_ignore_case(name, b"safari")
+            && !only_video_formats(name)
         {
             let start = fs + at + 5 + gap;
             reading.spans.push(Span {
@@ -864,6 +894,28 @@ fn comment(
         reading.signals.add(Signal::EngineComment);
     }
     Some(Role::Engine)
+}
+
+/// Whether an engine comment's rest is a list of the video formats a television's or a
+/// console's browser says it plays (`KHTML, like Gecko, HEVC, HDR, UHD`): no name.
+fn only_video_formats(text: &[u8]) -> bool {
+    text.split(|&b| b == b',')
+        .map(|word| word.trim_ascii())
+        .all(|word| {
+            [
+                &b"HEVC"[..],
+                b"HDR",
+                b"UHD",
+                b"4K",
+                b"DRM",
+                b"AV1",
+                b"VP9",
+                b"H264",
+                b"H265",
+            ]
+            .iter()
+            .any(|format| word.eq_ignore_ascii_case(format))
+        })
 }
 
 /// The `Name/version` entries of a platform comment, which are products (a device or a
@@ -1043,6 +1095,41 @@ mod tests {
         assert!(read(b"Feedbin feed-id:1 - 2 subscribers")
             .signals
             .has(Signal::Subscribers));
+    }
+
+    #[test]
+    fn apps_on_a_persons_device_own_their_page() {
+        let shape = |h: &str| read(h.as_bytes()).shape;
+        assert!(shape("Tweetbot/53300 CFNetwork/1335.0.3 Darwin/21.6.0").device_app);
+        assert!(shape("radio.de/5.10.5.3 (Linux; 13) ExoPlayerLib/2.18.2").device_app);
+        assert!(
+            !shape("Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)")
+                .device_app
+        );
+        let signals = |h: &str| read(h.as_bytes()).signals;
+        // An app that names the phone or the computer it runs on writes its own page.
+        assert!(signals("Turtlecast/0.7.7; (Android 13); +https://www.turtlecast.app").is_empty());
+        assert!(signals("Upcast/1.0 (+https://getupcast.app/; iOS podcast app)").is_empty());
+        assert!(
+            signals("FeedDemon/4.5 (http://www.feeddemon.com/; Microsoft Windows XP)").is_empty()
+        );
+        assert!(signals("iPad (compatible; Tablet2.0) NRC Digitale Editie, nl.nrc.nrcapp 10.0.7 (197) / iPadOS 16.6").is_empty());
+        // Not in a header that starts `Mozilla/x (…)`, where a crawler poses as a phone.
+        assert!(signals(
+            "Mozilla/5.0 (Android 3.0; YRSpider; +http://www.yunrang.com/yrspider.html)"
+        )
+        .has(Signal::Url));
+        // And not without a device.
+        assert!(signals("PunkMap (https://github.com/openeasm/punkmap)").has(Signal::Url));
+        // A television's kernel written on to its platform's name; `compatible; Gecko/…`;
+        // the video formats a console's browser plays.
+        assert!(signals("HbbTV/1.1.1 (;;;;) Mozilla/5.0 (compatible; ANTGalio/3.0.2.1.22.43.08; Linux2.6.18-7.1/7405d0-smp)").is_empty());
+        assert!(signals("Mozilla/4.0 (compatible; Gecko/20041115) Maple 5.0.0 Navi").is_empty());
+        assert!(signals("Mozilla/5.0 (PlayStation 4 PRO) AppleWebKit/531.3 (KHTML, like Gecko, HEVC, HDR, UHD) SCEE/1.0 Nuanti/2.0").is_empty());
+        assert!(
+            signals("Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko, HDR; Preview-Bot)")
+                .has(Signal::EngineComment)
+        );
     }
 
     #[test]

@@ -153,9 +153,10 @@ pub enum Matching {
     WithSignal,
     /// Never: browser vocabulary (`Mozilla`, `Windows`, ...) that a site's robots.txt names.
     Never,
-    /// Never, and more: a person's app (`WhatsApp`, `gPodder`). Named as a product of a header,
-    /// it makes the header's URLs, e-mail addresses and site names its own (its home page, its
-    /// support address), not crawler signals; crawler words and crawler forms still count.
+    /// Never, and more: a person's app (`WhatsApp`, `gPodder`). Named as a product of a header
+    /// or as a `compatible` comment's name, it makes the header's URLs, e-mail addresses and
+    /// site names its own (its home page, its support address), and the `compatible` form its
+    /// own choice, not crawler signals; crawler words still count.
     PersonsApp,
 }
 
@@ -400,8 +401,9 @@ pub struct Classified {
     /// What kind of header it is; `None` when the header was not read because nothing in it can
     /// name a crawler (see [`Classifier::classify`]).
     pub shape: Option<Shape>,
-    /// A person's app ([`Matching::PersonsApp`]) is named as a product: the header's URLs,
-    /// addresses and site names are its own, not crawler signals.
+    /// A person's app ([`Matching::PersonsApp`]) is named as a product or in a `compatible`
+    /// comment: the header's URLs, addresses, site names and `compatible` form are its own,
+    /// not crawler signals.
     pub persons_app: bool,
 }
 
@@ -598,6 +600,12 @@ impl Classifier {
         reading: &grammar::Reading,
         scan: &scan::Scan,
     ) -> Classified {
+        if reading.shape.device_app {
+            return Classified {
+                shape: Some(reading.shape),
+                ..Classified::PERSON
+            };
+        }
         let spans = &reading.spans;
         // (row, name length, place) of the longest name that counts without a signal, and of
         // the longest that needs one.
@@ -624,7 +632,7 @@ impl Classifier {
                 continue;
             };
             if agent.matching == Matching::PersonsApp {
-                own_app |= span.place.is_product();
+                own_app |= span.place.is_product() || span.place == Place::Compatible;
                 continue;
             }
             let end = end + agent.tail().len();
@@ -642,10 +650,12 @@ impl Classifier {
         }
         let mut signals = reading.signals;
         if own_app {
-            // A person's app's own page, address and site.
+            // A person's app's own page, address and site, and the form it chose to write
+            // them in (`Mozilla/5.0 (compatible; Metacast/1.0 +metacast.app)`).
             signals.remove(Signal::Url);
             signals.remove(Signal::Email);
             signals.remove(Signal::Domain);
+            signals.remove(Signal::Compatible);
         }
         let signal_matters = best.is_none()
             || best_with_signal
@@ -1085,6 +1095,9 @@ mod tests {
     /// words by walking every byte of every stretch.
     fn naive(c: &Classifier, ua: &[u8]) -> (Option<usize>, bool) {
         let reading = grammar::read(ua);
+        if reading.shape.device_app {
+            return (None, false);
+        }
         let span_of = |start: usize, end: usize| {
             reading
                 .spans
@@ -1133,7 +1146,7 @@ mod tests {
                         || (ua.get(end) == Some(&b'-')
                             && ua.get(end + 1).is_some_and(u8::is_ascii_digit));
                     if agent.matching == Matching::PersonsApp {
-                        own_app |= span.place.is_product();
+                        own_app |= span.place.is_product() || span.place == Place::Compatible;
                     } else if counts_at(agent.matching, span.place, versioned) {
                         let slot = if agent.matching == Matching::WithSignal {
                             &mut best_signal
@@ -1152,6 +1165,7 @@ mod tests {
             signals.remove(Signal::Url);
             signals.remove(Signal::Email);
             signals.remove(Signal::Domain);
+            signals.remove(Signal::Compatible);
         }
         let signal = !signals.is_empty() || word;
         let len = |i: Option<usize>| i.map(|i| c.agents()[i].name.len());
@@ -1170,7 +1184,7 @@ mod tests {
                 vec!["a", "b", "o", "t", "A", "T", "_", "-", " ", "/", ";", "(", ")", "[", "1", "bot", "BoT", "ab",
                      "xbo", "Mozilla/5.0 (", "compatible", "; ", "http", "://", "@", "x.com", "ios", "Android",
                      "Linux", "AppleWebKit/1 (KHTML, like Gecko; ", "AppleWebKit/1 (KHTML, like Gecko) ",
-                     "Instagram ", "Build/", "+http://x.com", "+x", ".com", "subscribers", "12 "]
+                     "Instagram ", "Build/", "+http://x.com", "+x", ".com", "subscribers", "12 ", " CFNetwork/1"]
             ), 0..24),
         ) {
             let ua = pieces.concat().into_bytes();

@@ -237,6 +237,7 @@ const APP_SHELLS: &[&str] = &[
 /// Outlook's `(compatible; ms-office; MSOffice 16)`; and any `MSIE…`).
 const COMPATIBLE_BROWSERS: &[&str] = &[
     "konqueror",
+    "gecko",
     "icab",
     "ibrowse",
     "abrowse",

@@ -453,10 +453,18 @@ fn write_text(
         writeln!(out, "ignored:       {ignored}")?;
     }
     let Some(row) = decision.crawler() else {
-        writeln!(
-            out,
-            "requester:     a person: a browser or an app (no known crawler token, crawler word or crawler's form where a header names its client, and no URL or e-mail address outside its platform comment)"
-        )?;
+        let shape = decision.snapshot.crawlers.read(facts.user_agent).shape;
+        if shape.is_some_and(|shape| shape.device_app) {
+            writeln!(
+                out,
+                "requester:     a person: an app on a person's phone or computer (its header carries Apple's CFNetwork/ or Android's ExoPlayerLib/, which only such apps write)"
+            )?;
+        } else {
+            writeln!(
+                out,
+                "requester:     a person: a browser or an app (no known crawler token, crawler word or crawler's form where a header names its client, and no URL or e-mail address outside its platform comment)"
+            )?;
+        }
         writeln!(out, "action:        forwarded: people are never blocked")?;
         return Ok(());
     };

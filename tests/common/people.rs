@@ -1,7 +1,9 @@
 //! Real, labelled User-Agents (`tests/fixtures/ua/SOURCE.md`, `tests/fixtures/isbot/SOURCE.md`):
 //! people's browsers and apps from ua-parser/uap-core's fixtures (labelled by uap-core), from
-//! real traffic (the npm package `user-agents`) and from isbot's browser fixtures; crawlers
-//! from monperrus/crawler-user-agents, from isbot's crawler fixtures and uap-core's spiders.
+//! real traffic (the npm package `user-agents`), from isbot's browser fixtures, from Matomo's
+//! device-detector fixtures and from OPAWG's podcast user-agent list; crawlers from
+//! monperrus/crawler-user-agents, from isbot's crawler fixtures, uap-core's spiders,
+//! device-detector's bots and OPAWG's bots.
 
 use std::io::Read;
 use std::path::Path;
@@ -94,6 +96,39 @@ pub fn isbot_crawlers() -> Vec<String> {
         .collect()
 }
 
+/// A labelled file of `apps.py` (`device-detector.tsv.gz`, `opawg.tsv`): (label, header), in
+/// file order; the label is `person` or `crawler`.
+pub fn labelled_apps(file: &str) -> Vec<(String, String)> {
+    let path = Path::new(FIXTURES).join(file);
+    let mut text = String::new();
+    if file.ends_with(".gz") {
+        flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+            .read_to_string(&mut text)
+            .unwrap();
+    } else {
+        text = std::fs::read_to_string(path).unwrap();
+    }
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .map(|line| {
+            let fields: Vec<&str> = line.splitn(5, '\t').collect();
+            assert_eq!(fields.len(), 5, "{line}");
+            (fields[0].to_owned(), fields[4].to_owned())
+        })
+        .collect()
+}
+
+/// The distinct headers `file` labels `label`.
+pub fn apps_labelled(file: &str, label: &str) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    labelled_apps(file)
+        .into_iter()
+        .filter(|(l, _)| l == label)
+        .map(|(_, header)| header)
+        .filter(|header| seen.insert(header.clone()))
+        .collect()
+}
+
 /// Every User-Agent instance of `crawler-user-agents.json`.
 pub fn crawler_instances() -> Vec<String> {
     #[derive(serde::Deserialize)]
@@ -137,6 +172,14 @@ pub const NOT_PEOPLE: &[(&str, &str)] = &[
     ("compatible; Shap-User/", "an AI assistant's fetcher by ai.robots.txt, in the crawler form `compatible; Name/version`"),
     ("Miniature.io/", "Miniature.io's website screenshot service, which names itself by its site"),
     ("Mozilla/5.0 (compatible; AGU/0.8.6)", "nothing but the crawler form `Mozilla/5.0 (compatible; Name/version)`; today's isbot calls it a bot too"),
+    // Labelled people by Matomo's device-detector fixtures or OPAWG's podcast list
+    // (`device-detector.tsv.gz`, `opawg.tsv`), whose own header is a crawler's.
+    ("Iframely/", "Iframely's embed service, a server fetching pages to build its customers' link previews (crawler-user-agents lists it; OPAWG's list files it among apps)"),
+    ("PTST/", "WebPageTest's test agent, a page-speed monitor (crawler-user-agents lists it; Matomo's fixtures give it no client)"),
+    ("Scrapy/", "Scrapy, a crawling framework: the issue that asked for this reading names it (OPAWG's list files it among libraries)"),
+    ("colly - https://github.com/gocolly/colly", "Colly, a crawling framework for Go (OPAWG's list files it among libraries)"),
+    ("(subscribers=", "a feed fetcher giving the number of subscribers it fetches for: a server (Breaker's; Matomo's fixtures file it among feed readers)"),
+    ("Podcast-Archiver/", "Podcast Archiver, a tool that downloads every episode of a feed: an archiver, so its name says (OPAWG's list files it among apps)"),
     ("Site24x7", "Zoho's Site24x7 website monitor (uap-core's family `Site24x7`, a rule its parser files under no bot heading; crawler-user-agents lists it)"),
     ("YLT Chrome/", "Yellow Lab Tools' page-audit browser, a monitoring tool like GTmetrix (crawler-user-agents lists it; isbot's browser fixtures: `Glitches and Misidentified Browsers`)"),
 ];
@@ -167,7 +210,7 @@ pub struct People {
 }
 
 /// The people's corpora: uap-core's people (its device fixture apart from the rest), real
-/// traffic, isbot's browsers.
+/// traffic, isbot's browsers, Matomo's device-detector fixtures, OPAWG's podcast apps.
 pub fn people_corpora() -> Vec<People> {
     let uap = uap_core();
     let uap_people = |device: bool| -> Vec<String> {
@@ -198,6 +241,14 @@ pub fn people_corpora() -> Vec<People> {
         People {
             name: "isbot browsers",
             headers: keep(isbot_browsers()),
+        },
+        People {
+            name: "device-detector (Matomo)",
+            headers: keep(apps_labelled("device-detector.tsv.gz", "person")),
+        },
+        People {
+            name: "OPAWG podcast apps",
+            headers: keep(apps_labelled("opawg.tsv", "person")),
         },
     ]
 }
