@@ -25,9 +25,12 @@ use crawlgate::agent::{Classifier, Who};
 use crawlgate::catalog::Catalog;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
-use std::io::Read;
-use std::path::Path;
 use std::time::Instant;
+
+// The vendored corpora's readers, shared with the tests.
+#[allow(dead_code)]
+#[path = "../tests/common/people.rs"]
+mod people;
 
 const HEADERS: [(&str, &str); 16] = [
     (
@@ -90,45 +93,35 @@ const HEADERS: [(&str, &str); 16] = [
     ),
 ];
 
-fn fixtures() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
-
 /// The vendored corpora, by name (see `tests/fixtures/ua/SOURCE.md` and
-/// `tests/fixtures/isbot/SOURCE.md`).
+/// `tests/fixtures/isbot/SOURCE.md`): every header of each, people's and crawlers' alike.
 fn corpora() -> Vec<(&'static str, Vec<String>)> {
-    let uap = std::fs::read_to_string(fixtures().join("ua/uap-core.tsv")).unwrap();
-    let uap: Vec<String> = uap
-        .lines()
-        .filter(|line| !line.starts_with('#'))
-        .filter_map(|line| line.splitn(5, '\t').nth(4).map(str::to_owned))
-        .collect();
-    let mut text = String::new();
-    let gz = std::fs::File::open(fixtures().join("ua/user-agents.txt.gz")).unwrap();
-    flate2::read::GzDecoder::new(gz)
-        .read_to_string(&mut text)
-        .unwrap();
-    let user_agents: Vec<String> = text.lines().map(str::to_owned).collect();
-    #[derive(serde::Deserialize)]
-    struct Entry {
-        #[serde(default)]
-        instances: Vec<String>,
-    }
-    let cua = std::fs::read_to_string(fixtures().join("ua/crawler-user-agents.json")).unwrap();
-    let cua: Vec<Entry> = serde_json::from_str(&cua).unwrap();
-    let cua: Vec<String> = cua.into_iter().flat_map(|e| e.instances).collect();
     let isbot = |file: &str| -> Vec<String> {
-        let text = std::fs::read_to_string(fixtures().join("isbot").join(file)).unwrap();
-        let groups: std::collections::BTreeMap<String, Vec<String>> =
-            serde_yaml::from_str(&text).unwrap();
-        groups.into_values().flatten().collect()
+        people::isbot_fixture(file)
+            .into_iter()
+            .map(|(_, header)| header)
+            .collect()
+    };
+    let apps = |file: &str| -> Vec<String> {
+        people::labelled_apps(file)
+            .into_iter()
+            .map(|(_, header)| header)
+            .collect()
     };
     vec![
-        ("uap-core", uap),
-        ("user-agents", user_agents),
+        (
+            "uap-core",
+            people::uap_core()
+                .into_iter()
+                .map(|labelled| labelled.user_agent)
+                .collect(),
+        ),
+        ("user-agents", people::real_traffic()),
         ("isbot-browsers", isbot("browsers.yml")),
-        ("crawler-user-agents", cua),
+        ("crawler-user-agents", people::crawler_instances()),
         ("isbot-crawlers", isbot("crawlers.yml")),
+        ("device-detector", apps("device-detector.tsv.gz")),
+        ("opawg", apps("opawg.tsv")),
     ]
 }
 

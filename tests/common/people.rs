@@ -28,30 +28,49 @@ pub struct Labelled {
 
 /// Every header of `uap-core.tsv`, with its labels.
 pub fn uap_core() -> Vec<Labelled> {
-    let text = std::fs::read_to_string(Path::new(FIXTURES).join("uap-core.tsv")).unwrap();
-    text.lines()
-        .filter(|line| !line.starts_with('#'))
-        .map(|line| {
-            let fields: Vec<&str> = line.splitn(5, '\t').collect();
-            assert_eq!(fields.len(), 5, "{line}");
-            Labelled {
-                label: fields[0].to_owned(),
-                source: fields[1].to_owned(),
-                family: fields[2].to_owned(),
-                user_agent: fields[4].to_owned(),
-            }
+    rows("uap-core.tsv")
+        .into_iter()
+        .map(|[label, source, family, _, user_agent]| Labelled {
+            label,
+            source,
+            family,
+            user_agent,
         })
         .collect()
 }
 
-/// Every header of `user-agents.txt.gz`: visitors' browsers, from real traffic.
-pub fn real_traffic() -> Vec<String> {
-    let file = std::fs::File::open(Path::new(FIXTURES).join("user-agents.txt.gz")).unwrap();
+/// The lines of a vendored table of five tab-separated columns, less its `#` comments.
+fn rows(file: &str) -> Vec<[String; 5]> {
+    read_text(file)
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .map(|line| {
+            let fields: Vec<&str> = line.splitn(5, '\t').collect();
+            assert_eq!(fields.len(), 5, "{line}");
+            std::array::from_fn(|i| fields[i].to_owned())
+        })
+        .collect()
+}
+
+/// The text of the vendored file `file`, gunzipped when its name ends `.gz`.
+fn read_text(file: &str) -> String {
+    let path = Path::new(FIXTURES).join(file);
+    if !file.ends_with(".gz") {
+        return std::fs::read_to_string(path).unwrap();
+    }
     let mut text = String::new();
-    flate2::read::GzDecoder::new(file)
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
         .read_to_string(&mut text)
         .unwrap();
-    text.lines().map(str::to_owned).collect()
+    text
+}
+
+/// Every header of `user-agents.txt.gz`: visitors' browsers, from real traffic.
+pub fn real_traffic() -> Vec<String> {
+    read_text("user-agents.txt.gz")
+        .lines()
+        .map(str::to_owned)
+        .collect()
 }
 
 /// isbot's fixture `file`: (group, header), in file order.
@@ -99,22 +118,9 @@ pub fn isbot_crawlers() -> Vec<String> {
 /// A labelled file of `apps.py` (`device-detector.tsv.gz`, `opawg.tsv`): (label, header), in
 /// file order; the label is `person` or `crawler`.
 pub fn labelled_apps(file: &str) -> Vec<(String, String)> {
-    let path = Path::new(FIXTURES).join(file);
-    let mut text = String::new();
-    if file.ends_with(".gz") {
-        flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
-            .read_to_string(&mut text)
-            .unwrap();
-    } else {
-        text = std::fs::read_to_string(path).unwrap();
-    }
-    text.lines()
-        .filter(|line| !line.starts_with('#'))
-        .map(|line| {
-            let fields: Vec<&str> = line.splitn(5, '\t').collect();
-            assert_eq!(fields.len(), 5, "{line}");
-            (fields[0].to_owned(), fields[4].to_owned())
-        })
+    rows(file)
+        .into_iter()
+        .map(|[label, _, _, _, user_agent]| (label, user_agent))
         .collect()
 }
 
