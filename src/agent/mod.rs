@@ -428,7 +428,10 @@ pub struct Classifier {
 }
 
 /// Whether a `khtml` at `header[at..]` opens exactly `KHTML, like Gecko)`: an engine comment
-/// with nothing else in it (`,` and spaces between the words may vary).
+/// with nothing else in it (`,` and spaces between the words may vary). Inlined into the plain
+/// pass, which meets it in nearly every browser's header: called, it made the pass save and
+/// restore its registers around it (62 more stores per header of real traffic, decision 19).
+#[inline(always)]
 pub(crate) fn plain_engine_comment(header: &[u8], at: usize) -> bool {
     let rest = header.get(at + 5..).unwrap_or_default();
     // As nearly every browser writes it: one comparison of thirteen bytes.
