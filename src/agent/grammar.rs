@@ -546,23 +546,21 @@ fn is_subscriber_entry(text: &[u8]) -> bool {
     }
 }
 
+/// Whether the header holds one of `words` (lower-case) as a whole run, in any case.
+fn has_run(h: &[u8], words: &[&[u8]]) -> bool {
+    h.split(|&b| !is_token_byte(b))
+        .any(|run| words.iter().any(|word| run.eq_ignore_ascii_case(word)))
+}
+
 /// Whether the header names a phone platform: a whole run `android`, `iphone`, `ipad` or `ios`.
 fn names_a_phone(h: &[u8]) -> bool {
-    h.split(|&b| !is_token_byte(b)).any(|run| {
-        [&b"android"[..], b"iphone", b"ipad", b"ios"]
-            .iter()
-            .any(|word| run.eq_ignore_ascii_case(word))
-    })
+    has_run(h, &[b"android", b"iphone", b"ipad", b"ios"])
 }
 
 /// Whether the header names a desktop system: a whole run `windows`, `winnt`, `macos` or
 /// `macintosh`.
 fn names_a_desktop(h: &[u8]) -> bool {
-    h.split(|&b| !is_token_byte(b)).any(|run| {
-        [&b"windows"[..], b"winnt", b"macos", b"macintosh"]
-            .iter()
-            .any(|word| run.eq_ignore_ascii_case(word))
-    })
+    has_run(h, &[b"windows", b"winnt", b"macos", b"macintosh"])
 }
 
 /// What a comment is.

@@ -310,7 +310,8 @@ pub enum Signal {
     Word,
     /// A `compatible` comment that gives one name and no platform (`(compatible;
     /// Google-Youtube-Links)`, `(KHTML, like Gecko; compatible; MistralAI-Index/1.0)`): the form
-    /// crawlers write, since a browser writes its platform there.
+    /// crawlers write, since a browser writes its platform there; not in an app's header that
+    /// names its phone (`iPhone (compatible; Smartphone2.0) NRC Digitale Editie, …`).
     Compatible,
     /// A name written into a browser engine's comment (`(KHTML, like Gecko; Google Web
     /// Preview)`): browsers write nothing there.
@@ -318,7 +319,8 @@ pub enum Signal {
     /// A URL in a comment that is not a platform's or an app's (`(+https://example.com/bot)`),
     /// a product `+http://…`, or an entry that holds a URL in the platform comment of a header
     /// that starts `Mozilla/x (…)` (a browser writes its device there), as crawlers give their
-    /// operator's page.
+    /// operator's page; not in an app's header that names its phone or computer, which gives
+    /// its own page (`Turtlecast/0.7.7; (Android 13); +https://www.turtlecast.app`).
     Url,
     /// An e-mail address (`@` or `[at]`) outside platform and app comments, or as an entry of
     /// the platform comment of a header that starts `Mozilla/x (…)`, in a header that names no
