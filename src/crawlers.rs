@@ -358,12 +358,7 @@ impl Crawlers {
         }
         if from_catalog.persons_app {
             // A person's app the catalog knows owns its URLs for the site's tokens too.
-            for signal in [
-                Signal::Url,
-                Signal::Email,
-                Signal::Domain,
-                Signal::Compatible,
-            ] {
+            for signal in Signal::AN_APPS_OWN {
                 reading.signals.remove(signal);
             }
         }

@@ -336,6 +336,15 @@ pub enum Signal {
 }
 
 impl Signal {
+    /// The signals a person's app named in its own header makes its own ([`Matching::PersonsApp`]):
+    /// its page, its address, its site, and the `compatible` form it chose to write them in.
+    pub const AN_APPS_OWN: [Signal; 4] = [
+        Signal::Url,
+        Signal::Email,
+        Signal::Domain,
+        Signal::Compatible,
+    ];
+
     /// Every signal, the strongest first (the one an explanation names).
     pub const ALL: [Signal; 7] = [
         Signal::Word,
@@ -655,12 +664,10 @@ impl Classifier {
         }
         let mut signals = reading.signals;
         if own_app {
-            // A person's app's own page, address and site, and the form it chose to write
-            // them in (`Mozilla/5.0 (compatible; Metacast/1.0 +metacast.app)`).
-            signals.remove(Signal::Url);
-            signals.remove(Signal::Email);
-            signals.remove(Signal::Domain);
-            signals.remove(Signal::Compatible);
+            // `Mozilla/5.0 (compatible; Metacast/1.0 +metacast.app)`: the app's own.
+            for signal in Signal::AN_APPS_OWN {
+                signals.remove(signal);
+            }
         }
         let signal_matters = best.is_none()
             || best_with_signal
