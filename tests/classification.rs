@@ -17,12 +17,12 @@ use common::isbot::IsBot;
 use common::people::{
     self, apps_labelled, crawler_instances, isbot_crawlers, not_a_person, uap_core,
 };
-use crawlgate::agent::{is_token_byte, Category, Matching, Who};
+use crawlgate::agent::{grammar, is_token_byte, Category, Matching, Who};
 use crawlgate::catalog::{Catalog, EMBEDDED_CATALOG};
 use crawlgate::crawlers::{CatalogIndex, Crawler, Crawlers};
 use crawlgate::policy::{Action, Actions};
 use crawlgate::Robots;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// The default configuration's table: the embedded catalog, no site tokens, the site's action
 /// `block`, the default per category.
@@ -228,6 +228,40 @@ const NAMED_SINCE_THE_RECALL_PASS: &[(&str, Option<&str>, Category)] = &[
     ("Slack-ImgProxy 0.59 (+https://api.slack.com/robots)", Some("Slack-ImgProxy"), Category::Proxy),
     ("Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)", Some("Slackbot-LinkExpanding"), Category::Social),
     ("Mozilla/5.0 SeznamEmailProxy/2.0.174", Some("SeznamEmailProxy"), Category::Proxy),
+    // Crawlers that Matomo's device-detector fixtures label bots, named in their own header,
+    // most of them in isbot's crawler fixtures too (decision 20); each entry has the page
+    // Matomo's regexes/bots.yml gives, where it gives one.
+    ("The Knowledge AI", Some("The Knowledge AI"), Category::Other),
+    ("EMail Exractor", Some("EMail Exractor"), Category::Other),
+    ("NetLyzer FastProbe", Some("NetLyzer"), Category::Other),
+    ("Research JLU", Some("Research JLU"), Category::Other),
+    ("Barracuda Sentinel (EE)", Some("Barracuda Sentinel"), Category::Other),
+    ("Simbiat Software", Some("Simbiat Software"), Category::Other),
+    ("ScamadviserExternalHit/1.0", Some("ScamadviserExternalHit"), Category::Other),
+    ("Sprinklr 2.0", Some("Sprinklr"), Category::Other),
+    ("blackboardally", Some("blackboardally"), Category::Other),
+    ("NetTrack Anonymous Web Statistics https://nettrack.info/support.php", Some("NetTrack"), Category::Other),
+    ("Mozilla/5.0 (X11; Ubuntu; Linux x86_64; rv:66.0) WhatCMS/1.0", Some("WhatCMS"), Category::Other),
+    ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0.0.0 Safari/537.36 CybaaAgent", Some("CybaaAgent"), Category::Other),
+    ("Yahoo:LinkExpander:Slingstone", Some("Yahoo:LinkExpander:Slingstone"), Category::Social),
+    ("facebookexternalua", Some("facebookexternalua"), Category::Social),
+    ("SubstackContentFetch/1.0; https://substack.com", Some("SubstackContentFetch"), Category::Social),
+    ("Trackable/0.1 NNjCeA", Some("Trackable"), Category::Monitoring),
+    ("Mozilla/5.0 (X11; Windows x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/123.0.0.0 Safari/537.36 Functionize", Some("Functionize"), Category::Monitoring),
+    ("iTMS", Some("iTMS"), Category::Feed),
+    ("Castopod/1.0", Some("Castopod"), Category::Feed),
+    ("hackermention <https://hackermention.appspot.com/>", Some("hackermention"), Category::Feed),
+    ("sfFeedReader/0.9", Some("sfFeedReader"), Category::Feed),
+    ("Rainmeter WebParser plugin", Some("Rainmeter"), Category::HttpLibrary),
+    ("httpx - Open-source project (github.com/projectdiscovery/httpx)", Some("httpx"), Category::Scanner),
+    ("ivre-masscan/1.3 https://github.com/robertdavidgraham/", Some("ivre-masscan"), Category::Scanner),
+    ("bitdiscovery-suggestions", Some("bitdiscovery-suggestions"), Category::Scanner),
+    ("RootEvidence/1.0", Some("RootEvidence"), Category::Scanner),
+    ("Matomo/4.15.1", Some("Matomo"), Category::SiteService),
+    ("RamblerMail/6.0 (incompatible; ImageProxy/6.0)", Some("RamblerMail"), Category::Proxy),
+    ("Mozilla/5.0 (Windows NT 10.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/55.0.2883.87 Safari/537.36 (via secureurl.fwdcdn.com - mail.ukr.net proxy)", Some("fwdcdn"), Category::Proxy),
+    ("Pompos/1.2 http://pompos.iliad.fr", Some("Pompos"), Category::Search),
+    ("Seobility", Some("Seobility"), Category::Seo),
 ];
 
 #[test]
@@ -286,6 +320,15 @@ fn the_recall_pass_names_these() {
         // `Amazon` alone is a Kindle's platform word, not CloudFront.
         "Mozilla/5.0 (Linux; Android 4.2.1; Amazon Kindle Fire2 Build/JOP40D) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/28.0.1500.94 Safari/537.36",
         "Amazon Shopping/24.1 (iPhone; iOS 17.5; Scale/3.00)",
+        // The common heads of decision 20's names name nothing alone: an e-mail app, a
+        // research app, a mail client, Yahoo's apps and Matomo's app SDK.
+        "The Bat! 4.0.0.22",
+        "EMail/1.4 (iPhone; iOS 17.5; Scale/3.00)",
+        "Research/2.1 (iPad; iOS 16.0; Scale/2.00)",
+        "Barracuda/3.0 (Windows NT 10.0)",
+        "YahooMobile/1.0 (mail; 6.3.0); (Linux; U; Android 13; Pixel 7 Build/TQ3A.230805.001)",
+        "Yahoo/1.0 (iPhone; iOS 17.5; Scale/3.00)",
+        "Darwin/24.5.0 (Watch7,8; watchOS 11.4) MatomoTrackerSDK/7.7.0",
     ] {
         assert_eq!(crawlers.classify(person.as_bytes()), Who::Person, "{person}");
     }
@@ -406,6 +449,19 @@ fn the_peer_runs_isbots_look_around_as_isbot_writes_it() {
     assert!(!isbot.is_bot("Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"));
 }
 
+/// `header` with a plain platform in its first comment (`Mozilla/5.0 (X11; Linux x86_64)
+/// AppleWebKit/…`): what isbot would say of a browser's header if its platform comment named
+/// nothing.
+fn without_platform_comment(header: &str) -> String {
+    let Some(open) = header.find('(') else {
+        return header.to_owned();
+    };
+    let close = header[open..]
+        .find(')')
+        .map_or(header.len(), |at| open + at);
+    format!("{}X11; Linux x86_64{}", &header[..=open], &header[close..])
+}
+
 /// Why crawlgate reads a header isbot calls a bot as a person.
 fn why_missed(crawlers: &Crawlers, never: &HashSet<String>, header: &str) -> String {
     let read = crawlers.read(header.as_bytes());
@@ -455,14 +511,15 @@ fn classification_rates_on_real_labelled_user_agents() {
         "people", "headers", "crawlgate: crawlers", "(counted)", "refused", "isbot: bots"
     );
     let corpora = people::people_corpora();
-    let mut all: HashSet<&str> = HashSet::new();
+    // Each person's header, with the first corpus that labels it.
+    let mut all: HashMap<&str, &str> = HashMap::new();
     let (mut misread_all, mut refused_all, mut isbot_all) =
         (HashSet::new(), HashSet::new(), HashSet::new());
     let mut misread_lines = Vec::new();
     for corpus in &corpora {
         let (mut misread, mut counted, mut refused, mut flagged) = (0, 0, 0, 0);
         for header in &corpus.headers {
-            all.insert(header);
+            all.entry(header.as_str()).or_insert(corpus.name);
             if isbot.is_bot(header) {
                 flagged += 1;
                 isbot_all.insert(header.as_str());
@@ -602,6 +659,53 @@ fn classification_rates_on_real_labelled_user_agents() {
         println!("{line}");
     }
 
+    // What no reading within the issue's rules can recognise on isbot's list: headers a
+    // people's corpus holds byte for byte as a person's client (the people bound, 1 in
+    // 100,000, lets that many of them be read as crawlers), and headers whose only text isbot
+    // calls a bot's is the platform comment of a browser's header, which the issue says never
+    // names a crawler (isbot no longer flags them with a plain platform there). HTTP libraries,
+    // counted on both sides, are left out.
+    let isbot_list = isbot_crawlers();
+    let missed: Vec<&str> = isbot_list
+        .iter()
+        .map(String::as_str)
+        .filter(|h| crawlers.classify(h.as_bytes()) == Who::Person)
+        .collect();
+    let contested: Vec<(&str, &str)> = missed
+        .iter()
+        .filter_map(|h| all.get(h).map(|corpus| (*h, *corpus)))
+        .collect();
+    let platform_only: Vec<&str> = missed
+        .iter()
+        .copied()
+        .filter(|h| !all.contains_key(h))
+        .filter(|h| {
+            grammar::read(h.as_bytes()).shape.browser && !isbot.is_bot(&without_platform_comment(h))
+        })
+        .collect();
+    let bound = total / 100_000;
+    let forced = contested.len().saturating_sub(bound) + platform_only.len();
+    let reachable = isbot_list.len() - forced;
+    println!(
+        "\n  isbot's crawlers that a people's corpus holds as a person's client, byte for byte ({}):",
+        contested.len()
+    );
+    for (header, corpus) in &contested {
+        println!("      [{corpus}] {header}");
+    }
+    println!(
+        "  isbot's crawlers named only in a browser's platform comment ({}):",
+        platform_only.len()
+    );
+    for header in &platform_only {
+        println!("      {header}");
+    }
+    println!(
+        "  so a reading within the people bound ({bound} of {total}) and the issue's platform rule recognises at most {reachable} of isbot's {} crawlers ({:.1}%)",
+        isbot_list.len(),
+        percent(reachable, isbot_list.len())
+    );
+
     // No person is ever refused, in any corpus, and none is read as a crawler but as an HTTP
     // library (counted): the issue's target is at most 1 in 100,000, and none is what the
     // classifier reaches.
@@ -614,21 +718,21 @@ fn classification_rates_on_real_labelled_user_agents() {
     );
     assert!(misread_all.len() * 100 < isbot_all.len());
     // Recall: the issue asks for 95% on crawler-user-agents and on isbot's crawlers, and for
-    // crawler-user-agents within 2 points of isbot's. This reading reaches the first (97.7%)
-    // and the last (isbot's 99.6%, less 2 points, is 97.57%), not the second (isbot's list
-    // holds apps and HTTP libraries crawlgate reads as people; WhatsApp, a person's app by
-    // design, is 25 of crawler-user-agents' instances too; docs/decisions/classifier-grammar.md
-    // has the rest; six of isbot's crawlers are feed and podcast apps that Matomo's fixtures
-    // label people, decision 19): the floors held are what it reaches, so that a change can
-    // only keep or raise them. device-detector's and OPAWG's bots have no target: they are
+    // crawler-user-agents within 2 points of isbot's. This reading reaches the first (97.8%)
+    // and the last (isbot's 99.6%, less 2 points, is 97.57%), not the second: isbot's list
+    // holds people's apps, and no reading within the people bound and the issue's platform
+    // rule reaches 95% there (printed above: 591 of 623; docs/decisions/classifier-grammar.md,
+    // decisions 19 and 20). WhatsApp, a person's app by design, is 25 of crawler-user-agents'
+    // instances too. The floors held are what it reaches, so that a change can only keep or
+    // raise them. device-detector's and OPAWG's bots have no target: they are
     // printed beside isbot's rate on them, and held where they are.
     let rate = |name: &str| rates.iter().find(|(n, _, _)| *n == name).unwrap();
     for (name, floor) in [
         ("crawler-user-agents", 97.7),
-        ("isbot crawlers", 84.4),
-        ("uap-core spiders", 96.1),
-        ("device-detector bots", 87.2),
-        ("OPAWG bots", 56.7),
+        ("isbot crawlers", 85.7),
+        ("uap-core spiders", 96.3),
+        ("device-detector bots", 89.5),
+        ("OPAWG bots", 57.6),
     ] {
         assert!(
             rate(name).1 >= floor,
