@@ -669,7 +669,10 @@ fn classification_rates_on_real_labelled_user_agents() {
     // calls a bot's is the platform comment of a browser's header, which the issue says never
     // names a crawler (isbot no longer flags them with a plain platform there). HTTP libraries,
     // counted on both sides, are left out.
-    let isbot_list = isbot_crawlers();
+    let (_, isbot_list) = crawler_corpora
+        .iter()
+        .find(|(name, _)| *name == "isbot crawlers")
+        .unwrap();
     let missed: Vec<&str> = isbot_list
         .iter()
         .map(String::as_str)
